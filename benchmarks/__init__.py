@@ -1,0 +1,1 @@
+"""Benchmarks for Membrane, run against real peer packages."""

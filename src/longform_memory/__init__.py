@@ -1,0 +1,1 @@
+"""Compatibility name for :mod:`membrane.longform`."""

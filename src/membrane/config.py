@@ -1,0 +1,75 @@
+"""Environment variables and defaults, read in one place.
+
+Values are read when asked for (not at import), so tests and long-running processes see changes.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = [
+    "DEFAULT_HISTORY_SHARE",
+    "DEFAULT_INDEX_SHARE",
+    "DEFAULT_KEYFRAME_TOKENS",
+    "DEFAULT_MESSAGE_OVERHEAD_TOKENS",
+    "capability_map_path",
+    "max_cacheable_prefix_tokens",
+    "memory_text_max_chars",
+    "preflight_analyst_model",
+    "preflight_target_tokens",
+    "preflight_token_threshold",
+    "redis_url",
+]
+
+DEFAULT_HISTORY_SHARE = 0.75
+DEFAULT_INDEX_SHARE = 0.125
+DEFAULT_KEYFRAME_TOKENS = 40
+DEFAULT_MESSAGE_OVERHEAD_TOKENS = 3
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name} must be an integer, got {raw!r}") from None
+
+
+def preflight_token_threshold() -> int:
+    """Middle size in tokens above which a pre-flight compressor runs."""
+    return _int_env("MEMORY_PREFLIGHT_TOKEN_THRESHOLD", 8000)
+
+
+def preflight_target_tokens() -> int:
+    """Target size handed to the pre-flight compressor."""
+    return _int_env("MEMORY_PREFLIGHT_TARGET_TOKENS", 500)
+
+
+def preflight_analyst_model() -> str:
+    """Model hint passed to a pre-flight compressor."""
+    return os.environ.get("PREFLIGHT_ANALYST_MODEL", "openai/gpt-4o-mini")
+
+
+def memory_text_max_chars() -> int | None:
+    """Per-memory character cap from the environment: None = per-kind defaults, 0 = no cap."""
+    raw = os.environ.get("MEMBRANE_MEMORY_TEXT_MAX_CHARS", "").strip()
+    if not raw:
+        return None
+    return _int_env("MEMBRANE_MEMORY_TEXT_MAX_CHARS", 0)
+
+
+def max_cacheable_prefix_tokens() -> int:
+    """Default ``max_cacheable_tokens`` for :func:`membrane.glaciate`."""
+    return _int_env("MAX_CACHEABLE_PREFIX_TOKENS", 2000)
+
+
+def capability_map_path() -> str | None:
+    """Path of a capability map that replaces the bundled one, if set."""
+    return os.environ.get("LLM_CAPABILITY_MAP_PATH") or None
+
+
+def redis_url() -> str | None:
+    """Default Redis URL for ref-map persistence and the Redis state store."""
+    return os.environ.get("MEMBRANE_REDIS_URL") or os.environ.get("REDIS_URL") or None

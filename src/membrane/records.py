@@ -1,0 +1,247 @@
+"""Memory records the compiler accepts, their tiers and how each is rendered as a ``[Mem:N]`` line.
+
+The compiler takes :class:`MemoryItem` rows, the typed records below, or any object with an
+``id`` and a ``memory_kind`` (the :class:`KernelMemoryRecord` protocol).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from membrane import config
+from membrane.errors import InvalidInputError
+
+__all__ = [
+    "DEFAULT_TEXT_CAPS",
+    "MEMORY_KINDS",
+    "TIER_EPISODIC",
+    "TIER_PROCEDURAL",
+    "TIER_SEMANTIC",
+    "EpisodicMemory",
+    "KernelMemoryObject",
+    "KernelMemoryRecord",
+    "MemoryItem",
+    "MemoryKind",
+    "ProceduralMemory",
+    "SemanticMemory",
+    "load_kernel_memory_json_schema",
+    "memory_body",
+    "memory_id",
+    "memory_kind",
+    "memory_tier",
+]
+
+TIER_PROCEDURAL = 1
+TIER_SEMANTIC = 2
+TIER_EPISODIC = 3
+
+MemoryKind = Literal["semantic", "episodic", "procedural"]
+MEMORY_KINDS: tuple[MemoryKind, ...] = ("semantic", "episodic", "procedural")
+
+_TIER_BY_KIND: dict[str, int] = {
+    "procedural": TIER_PROCEDURAL,
+    "semantic": TIER_SEMANTIC,
+    "episodic": TIER_EPISODIC,
+}
+_LABEL_BY_KIND = {"semantic": "fact", "episodic": "episode", "procedural": "procedure"}
+
+#: Default per-kind character caps for a memory's text (``MEMBRANE_MEMORY_TEXT_MAX_CHARS``
+#: replaces them with one cap; ``0`` turns capping off).
+DEFAULT_TEXT_CAPS: dict[str, int] = {"semantic": 200, "episodic": 280, "procedural": 500}
+
+
+@runtime_checkable
+class KernelMemoryRecord(Protocol):
+    """Any record with a stable ``id`` and a ``memory_kind`` can be compiled."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def memory_kind(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """One retrieved memory.
+
+    ``priority`` is the tier (1 procedural, 2 semantic, 3 episodic); it defaults to the tier of
+    ``memory_type``. ``kind`` is a free label shown to the model (``note``, ``preference`` ...).
+
+    >>> MemoryItem(id="1", content="User prefers concise answers.").priority
+    2
+    """
+
+    id: str
+    content: str
+    memory_type: MemoryKind = "semantic"
+    priority: int | None = None
+    kind: str = "note"
+    confidence: float = 1.0
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise InvalidInputError("MemoryItem.id must be a non-empty string", field="id")
+        if not isinstance(self.content, str):
+            raise InvalidInputError("MemoryItem.content must be a string", field="content")
+        if self.memory_type not in _TIER_BY_KIND:
+            raise InvalidInputError(
+                f"MemoryItem.memory_type must be one of {MEMORY_KINDS}, got {self.memory_type!r}",
+                field="memory_type",
+            )
+        if self.priority is None:
+            object.__setattr__(self, "priority", _TIER_BY_KIND[self.memory_type])
+        elif self.priority not in (TIER_PROCEDURAL, TIER_SEMANTIC, TIER_EPISODIC):
+            raise InvalidInputError(
+                f"MemoryItem.priority must be 1, 2 or 3, got {self.priority!r}", field="priority"
+            )
+        if not 0.0 <= self.confidence <= 1.0:
+            raise InvalidInputError("MemoryItem.confidence must be in [0, 1]", field="confidence")
+
+    @property
+    def memory_kind(self) -> str:
+        return self.memory_type
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticMemory:
+    """A fact as subject / predicate / object."""
+
+    id: str
+    subject: str
+    predicate: str
+    object: str
+    confidence: float = 1.0
+
+    @property
+    def memory_kind(self) -> str:
+        return "semantic"
+
+    @property
+    def content(self) -> str:
+        return f"{self.subject} {self.predicate}: {self.object}"
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodicMemory:
+    """Something that happened, optionally with when."""
+
+    id: str
+    summary: str
+    occurred_at: str | None = None
+
+    @property
+    def memory_kind(self) -> str:
+        return "episodic"
+
+    @property
+    def content(self) -> str:
+        return f"({self.occurred_at}) {self.summary}" if self.occurred_at else self.summary
+
+
+@dataclass(frozen=True, slots=True)
+class ProceduralMemory:
+    """How to do something: a name and its steps or instruction."""
+
+    id: str
+    instruction: str
+    name: str = ""
+
+    @property
+    def memory_kind(self) -> str:
+        return "procedural"
+
+    @property
+    def content(self) -> str:
+        return f"{self.name}: {self.instruction}" if self.name else self.instruction
+
+
+@dataclass(frozen=True, slots=True)
+class KernelMemoryObject:
+    """A generic typed record: any kind, text content and free-form attributes."""
+
+    id: str
+    memory_kind: str
+    content: str
+    attributes: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+def memory_id(memory: object) -> str:
+    """The caller's id of a memory, as a string."""
+    raw = getattr(memory, "id", None)
+    if raw is None or raw == "":
+        raise InvalidInputError(
+            f"memory {memory!r} has no id; pass MemoryItem rows or objects with `id` and "
+            "`memory_kind`",
+            field="memories",
+        )
+    return str(raw)
+
+
+def memory_kind(memory: object) -> MemoryKind:
+    """The kind of a memory (``semantic`` when the record names something else)."""
+    kind = getattr(memory, "memory_kind", None)
+    if kind is None:
+        kind = getattr(memory, "memory_type", None)
+    if kind is None:
+        raise InvalidInputError(
+            f"memory {memory!r} has no memory_kind; it must be one of {MEMORY_KINDS}",
+            field="memories",
+        )
+    kind = str(kind).lower()
+    return kind if kind in _TIER_BY_KIND else "semantic"  # type: ignore[return-value]
+
+
+def memory_tier(memory: object) -> int:
+    """The tier of a memory: its ``priority`` if it has one, else its kind's tier."""
+    priority = getattr(memory, "priority", None)
+    if isinstance(priority, int) and priority in (TIER_PROCEDURAL, TIER_SEMANTIC, TIER_EPISODIC):
+        return priority
+    return _TIER_BY_KIND[memory_kind(memory)]
+
+
+def _cap_for(kind: str) -> int | None:
+    env_cap = config.memory_text_max_chars()
+    if env_cap is None:
+        return DEFAULT_TEXT_CAPS[kind]
+    return env_cap if env_cap > 0 else None
+
+
+def _shorten(text: str, cap: int | None) -> tuple[str, bool]:
+    if cap is None or len(text) <= cap:
+        return text, False
+    cut = text[: max(cap - 1, 1)]
+    space = cut.rfind(" ")
+    if space > cap // 2:
+        cut = cut[:space]
+    return cut.rstrip() + "…", True
+
+
+def memory_body(memory: object) -> tuple[str, bool]:
+    """The line body of a memory (without ``[Mem:N]``) and whether its text was shortened."""
+    kind = memory_kind(memory)
+    content = getattr(memory, "content", None)
+    if not isinstance(content, str):
+        raise InvalidInputError(
+            f"memory {memory_id(memory)!r} has no text content", field="memories"
+        )
+    text, shortened = _shorten(" ".join(content.split()), _cap_for(kind))
+    label = _LABEL_BY_KIND[kind]
+    note_kind = getattr(memory, "kind", "note")
+    confidence = getattr(memory, "confidence", 1.0)
+    try:
+        conf = float(confidence)
+    except (TypeError, ValueError):
+        conf = 1.0
+    return f"[{label}] kind={note_kind} | text={text} | conf={conf:.2f}", shortened
+
+
+def load_kernel_memory_json_schema() -> dict[str, Any]:
+    """The JSON schema of a kernel memory record (a fresh copy each call)."""
+    path = resources.files("membrane") / "kernel_memory.schema.json"
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return loaded

@@ -1,0 +1,1 @@
+"""The compiler's stages, each usable on its own."""

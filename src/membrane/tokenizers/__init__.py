@@ -1,0 +1,44 @@
+"""Token counting that works offline.
+
+``cl100k_base`` and ``o200k_base`` ship inside the package and are verified against tiktoken's
+pinned hashes when first used. Nothing is loaded at import time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
+from membrane.tokenizers._counters import (
+    CharacterEstimateCounter,
+    MemoizedCounter,
+    TiktokenAdapter,
+    TokenCounter,
+    count_tokens,
+)
+from membrane.tokenizers._registry import TokenizerRegistry
+
+if TYPE_CHECKING:
+    from membrane.tokenizers._external import HuggingFaceAdapter, SentencePieceAdapter
+
+__all__ = [
+    "BUNDLED_ENCODINGS",
+    "CharacterEstimateCounter",
+    "HuggingFaceAdapter",
+    "MemoizedCounter",
+    "SentencePieceAdapter",
+    "TiktokenAdapter",
+    "TokenCounter",
+    "TokenizerRegistry",
+    "count_tokens",
+    "load_encoding",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The adapters for other tokenizer families live behind the `tokenizers` extra.
+    if name in ("HuggingFaceAdapter", "SentencePieceAdapter"):
+        from membrane.tokenizers import _external
+
+        return getattr(_external, name)
+    raise AttributeError(f"module 'membrane.tokenizers' has no attribute {name!r}")

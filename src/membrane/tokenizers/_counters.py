@@ -1,0 +1,118 @@
+"""Token counters: the protocol, the tiktoken adapter, an estimate, and a memo."""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol, runtime_checkable
+
+from membrane.tokenizers._bundled import load_encoding
+
+__all__ = [
+    "CharacterEstimateCounter",
+    "MemoizedCounter",
+    "TiktokenAdapter",
+    "TokenCounter",
+    "count_tokens",
+]
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Anything that can count the tokens of a text."""
+
+    @property
+    def name(self) -> str:
+        """A stable name for the tokenizer (used in metadata and memo keys)."""
+        ...
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens in ``text``."""
+        ...
+
+
+class TiktokenAdapter:
+    """Counts with one of the bundled tiktoken encodings, loaded on first use.
+
+    >>> TiktokenAdapter("cl100k_base").count("hello world")
+    2
+    """
+
+    def __init__(self, encoding_name: str = "cl100k_base") -> None:
+        self._encoding_name = encoding_name
+
+    @property
+    def name(self) -> str:
+        return self._encoding_name
+
+    def count(self, text: str) -> int:
+        # Special-token strings in user text are counted as ordinary text, like tiktoken's
+        # encode_ordinary: a prompt containing "<|endoftext|>" must not raise.
+        return len(load_encoding(self._encoding_name).encode_ordinary(text))
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` (ordinary text, no special tokens)."""
+        return load_encoding(self._encoding_name).encode_ordinary(text)
+
+    def decode(self, tokens: list[int]) -> str:
+        """Text of ``tokens``."""
+        return load_encoding(self._encoding_name).decode(tokens)
+
+    def __repr__(self) -> str:
+        return f"TiktokenAdapter({self._encoding_name!r})"
+
+
+class CharacterEstimateCounter:
+    """A tokenizer-free estimate: one token per ``chars_per_token`` characters, rounded up."""
+
+    def __init__(self, chars_per_token: float = 4.0) -> None:
+        if chars_per_token <= 0:
+            raise ValueError("chars_per_token must be positive")
+        self._chars_per_token = chars_per_token
+
+    @property
+    def name(self) -> str:
+        return f"chars/{self._chars_per_token:g}"
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / self._chars_per_token)
+
+    def __repr__(self) -> str:
+        return f"CharacterEstimateCounter({self._chars_per_token!r})"
+
+
+class MemoizedCounter:
+    """Wraps a counter so each distinct text is counted once.
+
+    The memo is bounded: when it holds ``max_entries`` texts it is cleared, which keeps memory
+    flat in a long-lived process while a conversation's recurring texts are re-learnt at once.
+    """
+
+    def __init__(self, inner: TokenCounter, max_entries: int = 50_000) -> None:
+        self.inner = inner
+        self._memo: dict[str, int] = {}
+        self._max_entries = max_entries
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def count(self, text: str) -> int:
+        n = self._memo.get(text)
+        if n is None:
+            n = self.inner.count(text)
+            if len(self._memo) >= self._max_entries:
+                self._memo.clear()
+            self._memo[text] = n
+        return n
+
+    def __repr__(self) -> str:
+        return f"MemoizedCounter({self.inner!r})"
+
+
+def count_tokens(text: str, encoding_name: str = "cl100k_base") -> int:
+    """Count the tokens of ``text`` with a bundled encoding (exactly tiktoken's count).
+
+    >>> count_tokens("hello world")
+    2
+    """
+    return len(load_encoding(encoding_name).encode_ordinary(text))

@@ -1,0 +1,67 @@
+"""Choosing a token counter per model id."""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+from typing import ClassVar
+
+from membrane.tokenizers._counters import CharacterEstimateCounter, TiktokenAdapter, TokenCounter
+
+__all__ = ["TokenizerRegistry"]
+
+
+class TokenizerRegistry:
+    """Maps model-id patterns (``fnmatch``, on the full id) to token counters.
+
+    A fresh registry falls back to ``cl100k_base``; the shared one from :meth:`get` is
+    preloaded with ``gpt-4o*`` and ``claude*`` and falls back to a character estimate.
+
+    >>> reg = TokenizerRegistry()
+    >>> reg.register("openai/gpt-4o*", TiktokenAdapter("o200k_base"))
+    >>> reg.counter_for("openai/gpt-4o-mini").name
+    'o200k_base'
+    """
+
+    _shared: ClassVar[TokenizerRegistry | None] = None
+    _shared_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, fallback: TokenCounter | None = None) -> None:
+        self._patterns: list[tuple[str, TokenCounter]] = []
+        self.fallback: TokenCounter = fallback if fallback is not None else TiktokenAdapter()
+
+    def register(self, pattern: str, counter: TokenCounter) -> None:
+        """Use ``counter`` for model ids matching ``pattern``; later patterns win ties."""
+        if not isinstance(pattern, str) or not pattern:
+            raise TypeError("pattern must be a non-empty string such as 'openai/gpt-4o*'")
+        if not isinstance(counter, TokenCounter):
+            raise TypeError("counter must have a name and a count(text) -> int method")
+        self._patterns.append((pattern, counter))
+
+    def counter_for(self, model_id: str | None) -> TokenCounter:
+        """The counter registered for ``model_id``, or the fallback."""
+        if model_id:
+            for pattern, counter in reversed(self._patterns):
+                if fnmatch.fnmatchcase(model_id, pattern):
+                    return counter
+        return self.fallback
+
+    def count(self, text: str, model_id: str | None = None) -> int:
+        """Count ``text`` with the counter for ``model_id``."""
+        return self.counter_for(model_id).count(text)
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        """The registered patterns, oldest first."""
+        return tuple(p for p, _ in self._patterns)
+
+    @classmethod
+    def get(cls) -> TokenizerRegistry:
+        """The process-wide shared registry (created on first call)."""
+        with cls._shared_lock:
+            if cls._shared is None:
+                shared = cls(fallback=CharacterEstimateCounter())
+                shared.register("gpt-4o*", TiktokenAdapter("o200k_base"))
+                shared.register("claude*", TiktokenAdapter("cl100k_base"))
+                cls._shared = shared
+            return cls._shared
