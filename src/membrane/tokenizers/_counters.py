@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Protocol, runtime_checkable
 
-from membrane.tokenizers._bundled import load_encoding
+from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
 
 __all__ = [
     "CharacterEstimateCounter",
@@ -38,6 +38,10 @@ class TiktokenAdapter:
     """
 
     def __init__(self, encoding_name: str = "cl100k_base") -> None:
+        # Checked here rather than on first count, so a typo fails where it was written.
+        if encoding_name not in BUNDLED_ENCODINGS:
+            known = ", ".join(BUNDLED_ENCODINGS)
+            raise ValueError(f"unknown encoding {encoding_name!r}; bundled encodings are: {known}")
         self._encoding_name = encoding_name
 
     @property

@@ -1,0 +1,137 @@
+"""Token counters: exact tiktoken counts, the character estimate and the memo."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from membrane.tokenizers import (
+    CharacterEstimateCounter,
+    MemoizedCounter,
+    TiktokenAdapter,
+    TokenCounter,
+    count_tokens,
+    load_encoding,
+)
+
+MAX_EXAMPLES = int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "100"))
+
+SPECIAL_SPELLINGS = [
+    "<|endoftext|>",
+    "<|fim_prefix|>",
+    "<|fim_middle|>",
+    "<|fim_suffix|>",
+    "<|endofprompt|>",
+]
+
+
+def test_count_tokens_pins() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens("hello world") == 2
+    assert count_tokens("hello world", encoding_name="o200k_base") == 2
+    assert count_tokens("tiktoken is great!") == 6
+    assert count_tokens("antidisestablishmentarianism", "o200k_base") == 6
+
+
+@settings(max_examples=MAX_EXAMPLES, deadline=None)
+@given(text=st.text(max_size=200), name=st.sampled_from(["cl100k_base", "o200k_base"]))
+def test_adapter_and_function_agree_with_the_encoding(text: str, name: str) -> None:
+    adapter = TiktokenAdapter(name)
+    expected = len(load_encoding(name).encode_ordinary(text))
+    assert adapter.count(text) == expected
+    assert count_tokens(text, name) == expected
+    assert adapter.decode(adapter.encode(text)) == text
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("spelling", SPECIAL_SPELLINGS)
+def test_special_token_spellings_count_as_plain_text(name: str, spelling: str) -> None:
+    enc = load_encoding(name)
+    if spelling in enc.special_tokens_set:
+        with pytest.raises(ValueError, match="disallowed special token"):
+            enc.encode(f"before {spelling} after")  # what tiktoken's default would do
+    ids = TiktokenAdapter(name).encode(spelling)
+    # "<" and "|" are ranks 27 and 91 in both vocabularies, ">" is 29: read as text, not a special.
+    assert ids[:2] == [27, 91]
+    assert ids[-2:] == [91, 29]
+    assert count_tokens(f"before {spelling} after", name) == len(
+        enc.encode(f"before {spelling} after", disallowed_special=())
+    )
+
+
+def test_adapter_validates_its_encoding_name_up_front() -> None:
+    with pytest.raises(ValueError, match="bundled encodings are: cl100k_base, o200k_base"):
+        TiktokenAdapter("gpt2")
+    assert TiktokenAdapter().name == "cl100k_base"
+    assert repr(TiktokenAdapter("o200k_base")) == "TiktokenAdapter('o200k_base')"
+
+
+@settings(max_examples=MAX_EXAMPLES, deadline=None)
+@given(text=st.text(max_size=300), per=st.floats(min_value=0.5, max_value=10.0))
+def test_character_estimate_rounds_up(text: str, per: float) -> None:
+    counter = CharacterEstimateCounter(per)
+    assert counter.count(text) == math.ceil(len(text) / per)
+
+
+def test_character_estimate_values() -> None:
+    counter = CharacterEstimateCounter()
+    assert [counter.count(t) for t in ["", "a", "abcd", "abcde"]] == [0, 1, 1, 2]
+    assert counter.name == "chars/4"
+    assert CharacterEstimateCounter(2.5).name == "chars/2.5"
+    for bad in (0, -1.0):
+        with pytest.raises(ValueError, match="positive"):
+            CharacterEstimateCounter(bad)
+
+
+def test_every_counter_satisfies_the_protocol() -> None:
+    counters = [
+        TiktokenAdapter(),
+        CharacterEstimateCounter(),
+        MemoizedCounter(CharacterEstimateCounter()),
+    ]
+    assert all(isinstance(c, TokenCounter) for c in counters)
+    assert not isinstance(object(), TokenCounter)
+
+
+class _Spy:
+    """A counter that records every text it is asked to count (one token per word)."""
+
+    name = "spy"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.calls.append(text)
+        return len(text.split())
+
+
+@settings(max_examples=MAX_EXAMPLES, deadline=None)
+@given(texts=st.lists(st.sampled_from(["a", "a b", "a b c", "", "x y", "a  b"]), max_size=40))
+def test_memo_counts_each_distinct_text_once(texts: list[str]) -> None:
+    spy = _Spy()
+    memo = MemoizedCounter(spy)
+    assert [memo.count(t) for t in texts] == [len(t.split()) for t in texts]
+    assert sorted(spy.calls) == sorted(set(texts))
+
+
+def test_memo_is_bounded_and_relearns_after_clearing() -> None:
+    spy = _Spy()
+    memo = MemoizedCounter(spy, max_entries=2)
+    for text in ["a", "b", "a", "b", "c", "a", "c"]:
+        memo.count(text)
+    # Full at "c": the memo is cleared, so "a" is counted again; "c" stays remembered.
+    assert spy.calls == ["a", "b", "c", "a"]
+    assert memo.name == "spy"
+    assert memo.inner is spy
+
+
+def test_memo_over_tiktoken_returns_exact_counts() -> None:
+    memo = MemoizedCounter(TiktokenAdapter("o200k_base"))
+    assert memo.count("hello world") == 2
+    assert memo.count("hello world") == 2
+    assert memo.name == "o200k_base"
