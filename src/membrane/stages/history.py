@@ -1,0 +1,423 @@
+"""History under a budget: the chunked cut, the eviction index and recall of dropped passages.
+
+The cut is a pure function of the history, the share it may hold and the chunk size: replay the
+conversation one unit at a time and, whenever the kept part outgrows the share, drop the oldest
+units until at least a chunk is gone and the rest fits. Because it is replayed, any worker that
+sees the same history puts the cut in the same place, and the cut only moves when a chunk goes,
+which keeps the cached prefix byte-stable in between.
+
+:class:`HistoryTracker` is the incremental form of that replay (work per turn is the new
+messages); :func:`reference_cut` is the slow, obvious form the tests compare it with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from membrane.messages import group_units, message_text
+from membrane.text.keyframes import keyframe
+from membrane.text.relevance import TermStats, content_words
+from membrane.text.sentences import split_sentences
+
+__all__ = [
+    "INDEX_HEADER",
+    "KEYFRAME_SPAN_TOKENS",
+    "PASSAGE_WORDS",
+    "RECALL_HEADER",
+    "CutEvent",
+    "HistoryTracker",
+    "IndexLine",
+    "Passage",
+    "RecalledPassage",
+    "reference_cut",
+    "render_index",
+    "select_passages",
+    "select_index_lines",
+]
+
+INDEX_HEADER = (
+    "Older messages of this conversation are no longer shown in full. "
+    "One line per message, oldest first:"
+)
+RECALL_HEADER = (
+    "--- Recalled from earlier in this conversation ---\n"
+    "(passages of older messages that match the current question, quoted as written)"
+)
+# A long message keeps one keyframe for each this many tokens of its length.
+KEYFRAME_SPAN_TOKENS = 400
+PASSAGE_WORDS = 60
+# Query words found in more passages than this are too common to tell passages apart.
+_MAX_POSTINGS_SCANNED = 400
+_QUESTION_WEIGHT = 0.5
+
+Count = Callable[[str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class CutEvent:
+    """The cut moved to unit ``cut`` when the history had ``seen`` units."""
+
+    seen: int
+    cut: int
+
+
+@dataclass(frozen=True, slots=True)
+class IndexLine:
+    """The index line of one dropped message."""
+
+    unit: int
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """About sixty words of a dropped message, with what its scoring needs."""
+
+    unit: int
+    role: str
+    text: str
+    tokens: int
+    sentences: tuple[str, ...]
+
+
+def reference_cut(unit_tokens: Sequence[int], share: int, chunk: int) -> tuple[int, list[CutEvent]]:
+    """The cut position (first kept unit) and its events, replayed from scratch."""
+    cut, kept, events = 0, 0, []
+    for i, tokens in enumerate(unit_tokens):
+        kept += tokens
+        if kept > share:
+            dropped = 0
+            while cut <= i and (dropped < chunk or kept > share):
+                kept -= unit_tokens[cut]
+                dropped += unit_tokens[cut]
+                cut += 1
+            events.append(CutEvent(seen=i + 1, cut=cut))
+    return cut, events
+
+
+def _role_label(message: Mapping[str, Any]) -> str:
+    role = str(message.get("role", "user"))
+    if role == "tool":
+        return f"tool result ({message.get('name') or message.get('tool_call_id', '')})"
+    content = message.get("content")
+    if isinstance(content, list) and any(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+    ):
+        return "tool result"
+    return role
+
+
+def _is_call_stub(message: Mapping[str, Any]) -> bool:
+    """An assistant message that only calls tools: its results carry the information."""
+    if message.get("role") != "assistant":
+        return False
+    content = message.get("content")
+    if isinstance(content, list):
+        return all(isinstance(b, Mapping) and b.get("type") == "tool_use" for b in content)
+    has_calls = bool(message.get("tool_calls"))
+    return has_calls and not (isinstance(content, str) and content.strip())
+
+
+def _tool_names(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for m in messages:
+        for call in m.get("tool_calls") or ():
+            if isinstance(call, Mapping):
+                names[str(call.get("id", ""))] = str(call.get("function", {}).get("name", ""))
+        content = m.get("content")
+        if isinstance(content, list):
+            for b in content:
+                if isinstance(b, Mapping) and b.get("type") == "tool_use":
+                    names[str(b.get("id", ""))] = str(b.get("name", ""))
+    return names
+
+
+def _truncate_to(text: str, count: Count, max_tokens: int) -> str:
+    words = text.split()
+    lo, hi = 0, len(words)
+    while lo < hi:  # longest word prefix that fits
+        mid = (lo + hi + 1) // 2
+        if count(" ".join(words[:mid]) + " …") <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo]) + " …" if lo else ""
+
+
+def _keyframes_of(text: str, stats: TermStats, count: Count, cap: int) -> str:
+    """One keyframe per KEYFRAME_SPAN_TOKENS of ``text``, joined with an ellipsis."""
+    total = count(text)
+    spans = max(1, math.ceil(total / KEYFRAME_SPAN_TOKENS))
+    sentences = split_sentences(text)
+    if spans == 1 or len(sentences) <= 1:
+        groups = [text]
+    else:
+        per = math.ceil(len(sentences) / spans)
+        groups = [" ".join(sentences[i : i + per]) for i in range(0, len(sentences), per)]
+    frames = []
+    for group in groups:
+        frame = keyframe(group, stats, count, cap)
+        if frame is None:
+            frame = _truncate_to(split_sentences(group)[0] if group.strip() else "", count, cap)
+        if frame:
+            frames.append(frame)
+    return " … ".join(frames)
+
+
+def _passages_of(unit: int, role: str, text: str, count: Count) -> list[Passage]:
+    out: list[Passage] = []
+    bucket: list[str] = []
+    words = 0
+
+    def flush() -> None:
+        if bucket:
+            body = " ".join(bucket)
+            out.append(Passage(unit, role, body, count(body), tuple(bucket)))
+
+    for sentence in split_sentences(text):
+        n = len(sentence.split())
+        if n > PASSAGE_WORDS * 2:  # one very long sentence: split it by words
+            flush()
+            bucket, words = [], 0
+            tokens = sentence.split()
+            for i in range(0, len(tokens), PASSAGE_WORDS):
+                piece = " ".join(tokens[i : i + PASSAGE_WORDS])
+                out.append(Passage(unit, role, piece, count(piece), (piece,)))
+            continue
+        if words and words + n > PASSAGE_WORDS * 1.5:
+            flush()
+            bucket, words = [], 0
+        bucket.append(sentence)
+        words += n
+        if words >= PASSAGE_WORDS:
+            flush()
+            bucket, words = [], 0
+    flush()
+    return out
+
+
+def _fingerprint(messages: Sequence[Mapping[str, Any]]) -> str:
+    h = hashlib.blake2b(digest_size=12)
+    for m in messages:
+        h.update(str(m.get("role", "")).encode())
+        h.update(b"\x00")
+        h.update(message_text(m).encode())
+        h.update(b"\x01")
+    return h.hexdigest()
+
+
+@dataclass
+class HistoryTracker:
+    """The incremental replay of one conversation's history for one share and chunk.
+
+    Feed it the whole history each turn with :meth:`update`; it checks that what it saw before
+    is still the start of the history (otherwise it starts over) and processes only the rest.
+    """
+
+    share: int
+    chunk: int
+    count: Count
+    overhead: int
+    keyframe_tokens: int
+    bounds: list[tuple[int, int]] = field(default_factory=list)
+    unit_tokens: list[int] = field(default_factory=list)
+    fingerprints: list[str] = field(default_factory=list)
+    cut: int = 0
+    kept_tokens: int = 0
+    events: list[CutEvent] = field(default_factory=list)
+    lines: list[IndexLine] = field(default_factory=list)
+    passages: list[Passage] = field(default_factory=list)
+    postings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    stats: TermStats = field(default_factory=TermStats)
+
+    @property
+    def seen_messages(self) -> int:
+        return self.bounds[-1][1] if self.bounds else 0
+
+    def matches(self, messages: Sequence[Mapping[str, Any]]) -> bool:
+        """True when the history this tracker saw is still the start of ``messages``."""
+        if not self.bounds:
+            return True
+        if len(messages) < self.seen_messages:
+            return False
+        for unit in {0, self.cut if self.cut < len(self.bounds) else 0, len(self.bounds) - 1}:
+            start, stop = self.bounds[unit]
+            if _fingerprint(messages[start:stop]) != self.fingerprints[unit]:
+                return False
+        return True
+
+    def update(self, messages: Sequence[Mapping[str, Any]], field_name: str) -> None:
+        """Process the messages after the ones already seen (validated by the caller)."""
+        offset = self.seen_messages
+        new = messages[offset:]
+        for unit in group_units(new, field=field_name):
+            start, stop = unit.start + offset, unit.stop + offset
+            span = messages[start:stop]
+            tokens = sum(self.count(message_text(m)) + self.overhead for m in span)
+            self.bounds.append((start, stop))
+            self.unit_tokens.append(tokens)
+            self.fingerprints.append(_fingerprint(span))
+            for m in span:
+                self.stats.add(message_text(m))
+            self.kept_tokens += tokens
+            if self.kept_tokens > self.share:
+                self._cut(len(self.bounds) - 1, messages)
+
+    def _cut(self, newest: int, messages: Sequence[Mapping[str, Any]]) -> None:
+        dropped = 0
+        while self.cut <= newest and (dropped < self.chunk or self.kept_tokens > self.share):
+            self.kept_tokens -= self.unit_tokens[self.cut]
+            dropped += self.unit_tokens[self.cut]
+            self._evict(self.cut, messages)
+            self.cut += 1
+        self.events.append(CutEvent(seen=newest + 1, cut=self.cut))
+
+    def _evict(self, unit: int, messages: Sequence[Mapping[str, Any]]) -> None:
+        start, stop = self.bounds[unit]
+        span = messages[start:stop]
+        names = _tool_names(span)
+        for m in span:
+            text = message_text(m) if m.get("role") != "assistant" else _assistant_text(m)
+            if not text.strip():
+                continue
+            label = _role_label(m)
+            if m.get("role") == "tool" and not m.get("name"):
+                label = f"tool result ({names.get(str(m.get('tool_call_id', '')), 'tool')})"
+            for p in _passages_of(unit, label, text, self.count):
+                self._add_passage(p)
+            if _is_call_stub(m):
+                continue
+            frame = _keyframes_of(text, self.stats, self.count, self.keyframe_tokens)
+            if frame:
+                line = f"- {label}: {frame}"
+                self.lines.append(IndexLine(unit, line, self.count(line)))
+
+    def _add_passage(self, passage: Passage) -> None:
+        pid = len(self.passages)
+        self.passages.append(passage)
+        weights: dict[str, float] = {}
+        for sentence in passage.sentences:
+            weight = _QUESTION_WEIGHT if sentence.rstrip().endswith("?") else 1.0
+            for w in content_words(sentence):
+                weights[w] = max(weights.get(w, 0.0), weight)
+        for w, weight in weights.items():
+            self.postings.setdefault(w, []).append((pid, weight))
+
+    def score_passages(self, query: str) -> dict[int, float]:
+        """Relevance of each dropped passage to ``query`` (only passages sharing a word)."""
+        scores: dict[int, float] = {}
+        for w in set(content_words(query)):
+            posting = self.postings.get(w)
+            if not posting or len(posting) > _MAX_POSTINGS_SCANNED:
+                continue
+            idf = self.stats.idf(w)
+            for pid, weight in posting:
+                scores[pid] = scores.get(pid, 0.0) + idf * weight
+        return scores
+
+
+def _assistant_text(message: Mapping[str, Any]) -> str:
+    """An assistant message's words, with the tools it called named at the end."""
+    text = message_text(message) if not message.get("tool_calls") else ""
+    if message.get("tool_calls"):
+        content = message.get("content")
+        text = content if isinstance(content, str) else ""
+        names = [
+            str(c.get("function", {}).get("name", ""))
+            for c in message["tool_calls"]
+            if isinstance(c, Mapping)
+        ]
+        if names and text.strip():
+            text = f"{text} (called {', '.join(names)})"
+    return text
+
+
+def select_index_lines(lines: Sequence[IndexLine], room: int, header_tokens: int) -> int:
+    """Index of the oldest line kept so that the header and newer lines fit ``room``."""
+    used = header_tokens
+    first = len(lines)
+    for i in range(len(lines) - 1, -1, -1):
+        if used + lines[i].tokens + 1 > room:
+            break
+        used += lines[i].tokens + 1
+        first = i
+    return first
+
+
+def render_index(lines: Sequence[IndexLine]) -> str:
+    """The eviction-index block, or "" when there are no lines."""
+    if not lines:
+        return ""
+    return INDEX_HEADER + "\n" + "\n".join(line.text for line in lines)
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledPassage:
+    """A dropped passage chosen to come back, possibly cut to its best sentence."""
+
+    pid: int
+    role: str
+    text: str
+    tokens: int
+
+
+def _best_sentence(passage: Passage, query_words: set[str], stats: TermStats) -> str:
+    def score(sentence: str) -> float:
+        shared = query_words.intersection(content_words(sentence))
+        return sum(stats.idf(w) for w in shared)
+
+    return max(passage.sentences, key=score)
+
+
+def select_passages(
+    tracker: HistoryTracker,
+    query: str,
+    room: int,
+    *,
+    limit: int,
+    count: Count,
+    extra_ranking: Sequence[int] | None = None,
+    min_relative_score: float = 0.3,
+) -> list[RecalledPassage]:
+    """The best-matching dropped passages that fit ``min(room, limit)`` tokens.
+
+    Passages rank by shared rare words with ``query``, then recency. ``extra_ranking`` (pids,
+    best first, e.g. from an embedder) is fused in as a second vote.
+    """
+    from membrane.text.relevance import rank_fusion
+
+    budget = min(room, limit)
+    scores = tracker.score_passages(query)
+    if not scores or budget <= 0:
+        return []
+    best = max(scores.values())
+    floor = best * min_relative_score
+    ranked = sorted(
+        (pid for pid, s in scores.items() if s >= floor), key=lambda pid: (-scores[pid], -pid)
+    )
+    if extra_ranking is not None:
+        allowed = set(ranked)
+        ranked = rank_fusion([ranked, [p for p in extra_ranking if p in allowed]])
+    query_words = set(content_words(query))
+    chosen: list[RecalledPassage] = []
+    used = 0
+    for pid in ranked:
+        passage = tracker.passages[pid]
+        line = f"[{passage.role}] {passage.text}"
+        tokens = count(line) + 1
+        if used + tokens > budget:
+            sentence = _best_sentence(passage, query_words, tracker.stats)
+            line = f"[{passage.role}] … {sentence} …"
+            tokens = count(line) + 1
+            if used + tokens > budget:
+                continue
+        chosen.append(RecalledPassage(pid, passage.role, line, tokens))
+        used += tokens
+    # Oldest first reads like the conversation did.
+    chosen.sort(key=lambda r: r.pid)
+    return chosen

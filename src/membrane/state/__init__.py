@@ -1,0 +1,13 @@
+"""Where the compiler keeps what must survive between turns.
+
+Only two things do: per conversation, the eviction-index room decided at the last history cut,
+and per model, the token-scale calibration. Both are small JSON-serialisable dicts behind the
+:class:`StateStore` protocol, so a fleet of workers sharing one store emits the same bytes.
+"""
+
+from __future__ import annotations
+
+from membrane.state.memory import InMemoryStateStore
+from membrane.state.protocol import StateStore
+
+__all__ = ["InMemoryStateStore", "StateStore"]

@@ -1,0 +1,67 @@
+"""Keyframes: the one sentence of a text that carries the most rare words, under a token cap."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from membrane.text.relevance import TermStats, content_words
+from membrane.text.sentences import split_sentences
+
+__all__ = ["DEPENDENT_OPENERS", "keyframe", "sentence_density"]
+
+# A sentence opening with one of these leans on the sentence before it.
+DEPENDENT_OPENERS = frozenset(
+    "it its this that these those they them their there he she his her hers such so then "
+    "which both each".split()
+)
+_SHORT_SENTENCE_WORDS = 5
+
+
+def sentence_density(sentence: str, stats: TermStats) -> float:
+    """Rarity per word: summed IDF of distinct content words over the square root of length."""
+    words = content_words(sentence)
+    if not words:
+        return 0.0
+    return sum(stats.idf(w) for w in set(words)) / math.sqrt(len(words))
+
+
+def _depends_on_previous(sentence: str) -> bool:
+    words = sentence.split()
+    if len(words) <= _SHORT_SENTENCE_WORDS:
+        return True
+    first = words[0].strip("\"'(“‘").lower()
+    return first in DEPENDENT_OPENERS
+
+
+def keyframe(
+    text: str, stats: TermStats, count: Callable[[str], int], max_tokens: int
+) -> str | None:
+    """The densest sentence of ``text`` that fits ``max_tokens``, or None if none fits.
+
+    A neighbouring sentence joins when one leans on the other (it opens with a pronoun or is
+    very short) and the pair still fits the cap.
+    """
+    sentences = split_sentences(text)
+    best_index, best_score = -1, -1.0
+    for i, sentence in enumerate(sentences):
+        if count(sentence) > max_tokens:
+            continue
+        score = sentence_density(sentence, stats)
+        if score > best_score:
+            best_index, best_score = i, score
+    if best_index < 0:
+        return None
+    chosen = sentences[best_index]
+    used = count(chosen)
+    if best_index > 0 and _depends_on_previous(chosen):
+        prev = sentences[best_index - 1]
+        extra = count(prev) + 1
+        if used + extra <= max_tokens:
+            chosen, used = f"{prev} {chosen}", used + extra
+    if best_index + 1 < len(sentences) and _depends_on_previous(sentences[best_index + 1]):
+        nxt = sentences[best_index + 1]
+        extra = count(nxt) + 1
+        if used + extra <= max_tokens:
+            chosen = f"{chosen} {nxt}"
+    return chosen

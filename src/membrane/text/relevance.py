@@ -1,0 +1,84 @@
+"""Lexical relevance: which words are rare, how much two texts share, and rank fusion."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+__all__ = ["STOPWORDS", "TermStats", "content_words", "lexical_scores", "rank_fusion"]
+
+_WORD = re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?", re.UNICODE)
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves also please tell remind recall
+    know let us said say says okay ok yes thanks thank again still ever""".split()
+)
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased words of ``text`` without stopwords, in order (duplicates kept)."""
+    return [w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in STOPWORDS]
+
+
+class TermStats:
+    """Document frequencies over a collection, giving each word a rarity (IDF) weight."""
+
+    __slots__ = ("_df", "documents")
+
+    def __init__(self, documents: Iterable[str] = ()) -> None:
+        self._df: Counter[str] = Counter()
+        self.documents = 0
+        for doc in documents:
+            self.add(doc)
+
+    def add(self, document: str) -> None:
+        """Count one more document."""
+        self._df.update(set(content_words(document)))
+        self.documents += 1
+
+    def add_words(self, words: Iterable[str]) -> None:
+        """Count one more document given as its content words."""
+        self._df.update(set(words))
+        self.documents += 1
+
+    def df(self, word: str) -> int:
+        return self._df.get(word, 0)
+
+    def idf(self, word: str) -> float:
+        """Rarity of ``word``: high for words in few documents, never below a small floor."""
+        return math.log((self.documents + 1) / (self._df.get(word, 0) + 0.5)) + 0.1
+
+
+def lexical_scores(query: str, texts: Sequence[str], stats: TermStats) -> list[float]:
+    """For each text, the summed rarity of the query's distinct content words it contains."""
+    query_words = set(content_words(query))
+    if not query_words:
+        return [0.0] * len(texts)
+    weights = {w: stats.idf(w) for w in query_words}
+    return [sum(weights[w] for w in query_words.intersection(content_words(t))) for t in texts]
+
+
+def rank_fusion(rankings: Sequence[Sequence[int]], k: int = 60) -> list[int]:
+    """Reciprocal rank fusion of several rankings of the same item indices, best first.
+
+    Ties keep the order of the first ranking.
+
+    >>> rank_fusion([[0, 1, 2], [2, 1, 0]])
+    [0, 2, 1]
+    """
+    if not rankings:
+        return []
+    score: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking):
+            score[item] = score.get(item, 0.0) + 1.0 / (k + rank + 1)
+    first = {item: pos for pos, item in enumerate(rankings[0])}
+    return sorted(score, key=lambda item: (-score[item], first.get(item, len(first))))

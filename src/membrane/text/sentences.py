@@ -1,0 +1,31 @@
+"""Sentence splitting that keeps the exact text of each sentence."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["split_sentences"]
+
+# A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before white space,
+# or at a line break. Abbreviation handling is deliberately absent: a wrong split only makes a
+# keyframe shorter, never wrong.
+_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split ``text`` into stripped, non-empty sentences in order.
+
+    >>> split_sentences("It works. Does it? Yes!\\nNext line")
+    ['It works.', 'Does it?', 'Yes!', 'Next line']
+    """
+    out = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        piece = text[start : match.start() + len(match.group(0).rstrip())].strip()
+        if piece:
+            out.append(piece)
+        start = match.end()
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
