@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-import os
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from membrane.tokenizers import (
@@ -17,8 +16,6 @@ from membrane.tokenizers import (
     count_tokens,
     load_encoding,
 )
-
-MAX_EXAMPLES = int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "100"))
 
 SPECIAL_SPELLINGS = [
     "<|endoftext|>",
@@ -37,7 +34,6 @@ def test_count_tokens_pins() -> None:
     assert count_tokens("antidisestablishmentarianism", "o200k_base") == 6
 
 
-@settings(max_examples=MAX_EXAMPLES, deadline=None)
 @given(text=st.text(max_size=200), name=st.sampled_from(["cl100k_base", "o200k_base"]))
 def test_adapter_and_function_agree_with_the_encoding(text: str, name: str) -> None:
     adapter = TiktokenAdapter(name)
@@ -70,7 +66,6 @@ def test_adapter_validates_its_encoding_name_up_front() -> None:
     assert repr(TiktokenAdapter("o200k_base")) == "TiktokenAdapter('o200k_base')"
 
 
-@settings(max_examples=MAX_EXAMPLES, deadline=None)
 @given(text=st.text(max_size=300), per=st.floats(min_value=0.5, max_value=10.0))
 def test_character_estimate_rounds_up(text: str, per: float) -> None:
     counter = CharacterEstimateCounter(per)
@@ -110,7 +105,6 @@ class _Spy:
         return len(text.split())
 
 
-@settings(max_examples=MAX_EXAMPLES, deadline=None)
 @given(texts=st.lists(st.sampled_from(["a", "a b", "a b c", "", "x y", "a  b"]), max_size=40))
 def test_memo_counts_each_distinct_text_once(texts: list[str]) -> None:
     spy = _Spy()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import string
 import sys
@@ -11,14 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import membrane.tokenizers
 from membrane.errors import InvalidInputError
 from membrane.tokenizers import HuggingFaceAdapter, SentencePieceAdapter, TokenCounter, _external
-
-MAX_EXAMPLES = int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "100"))
 
 _WORDS = [
     "the", "budget", "prompt", "cache", "memory", "token", "history", "model", "fast", "small",
@@ -96,7 +93,6 @@ def wordlevel_json(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # --- SentencePiece -------------------------------------------------------------------------
 
 
-@settings(max_examples=MAX_EXAMPLES, deadline=None)
 @given(text=sample_text)
 def test_sentencepiece_counts_equal_its_own_encoding(spm_model: Path, text: str) -> None:
     import sentencepiece
@@ -138,7 +134,6 @@ def test_sentencepiece_bad_paths(tmp_path: Path) -> None:
 # --- Hugging Face tokenizers ---------------------------------------------------------------
 
 
-@settings(max_examples=MAX_EXAMPLES, deadline=None)
 @given(text=sample_text)
 def test_tokenizer_json_counts_exclude_post_processor_tokens(bpe_json: Path, text: str) -> None:
     from tokenizers import Tokenizer
@@ -150,7 +145,6 @@ def test_tokenizer_json_counts_exclude_post_processor_tokens(bpe_json: Path, tex
     assert len(raw.encode(text).ids) == expected + 2  # [CLS] ... [SEP]
 
 
-@settings(max_examples=MAX_EXAMPLES, deadline=None)
 @given(text=st.one_of(sample_text.filter(str.isascii), st.text(string.printable, max_size=80)))
 def test_word_level_count_is_the_number_of_words(wordlevel_json: Path, text: str) -> None:
     # Independent reference: Whitespace pre-tokenisation splits on \w+ and runs of other symbols
