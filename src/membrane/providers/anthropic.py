@@ -1,0 +1,196 @@
+"""Anthropic Messages API requests, with ``cache_control`` markers where cached prefixes end."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+from membrane.capabilities import get_cache_pricing, get_token_scale
+from membrane.errors import InvalidInputError
+from membrane.providers._convert import (
+    CompiledPrompt,
+    Image,
+    Message,
+    Part,
+    Text,
+    ToolCall,
+    ToolResult,
+    choose_anchors,
+    parse_data_url,
+    read_breakpoints,
+    read_messages,
+    require_end_placement,
+    strip_cache_control,
+)
+
+__all__ = ["MAX_CACHE_BREAKPOINTS", "anthropic_request", "anthropic_system_blocks"]
+
+MAX_CACHE_BREAKPOINTS = 4
+"""Most ``cache_control`` markers Anthropic accepts in one request (tools included)."""
+
+_TTLS = ("5m", "1h")
+# Anthropic refuses cache_control on these block types.
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def _cache_control(ttl: str) -> dict[str, str]:
+    if ttl not in _TTLS:
+        raise InvalidInputError(f"ttl must be '5m' or '1h', got {ttl!r}", field="ttl")
+    return {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": "1h"}
+
+
+def anthropic_system_blocks(prefix: str, tail: str, *, ttl: str = "5m") -> list[dict[str, Any]]:
+    """System blocks for a prompt you split yourself (e.g. with :func:`membrane.glaciate`).
+
+    The prefix block carries ``cache_control``; empty parts are left out. Whether the prefix is
+    long enough for the model to cache is not checked here.
+
+    >>> anthropic_system_blocks("Rules.", "Today: Monday.")
+    [{'type': 'text', 'text': 'Rules.', 'cache_control': {'type': 'ephemeral'}}, \
+{'type': 'text', 'text': 'Today: Monday.'}]
+    """
+    marker = _cache_control(ttl)
+    blocks: list[dict[str, Any]] = []
+    if prefix:
+        blocks.append({"type": "text", "text": prefix, "cache_control": marker})
+    if tail:
+        blocks.append({"type": "text", "text": tail})
+    return blocks
+
+
+def _image(image: Image, where: str) -> dict[str, Any]:
+    if image.raw is not None:
+        return strip_cache_control(image.raw)
+    if image.url.startswith("data:"):
+        media_type, data = parse_data_url(image.url, where)
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }
+    return {"type": "image", "source": {"type": "url", "url": image.url}}
+
+
+def _block(part: Part, where: str) -> dict[str, Any]:
+    if isinstance(part, Text):
+        if part.raw is not None:
+            return strip_cache_control(part.raw)
+        return {"type": "text", "text": part.text}
+    if isinstance(part, Image):
+        return _image(part, where)
+    if isinstance(part, ToolCall):
+        if part.raw is not None:
+            return strip_cache_control(part.raw)
+        return {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments}
+    if isinstance(part, ToolResult):
+        if part.raw is not None:
+            return strip_cache_control(part.raw)
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.call_id}
+        if isinstance(part.content, str):
+            block["content"] = part.content
+        else:
+            block["content"] = [_block(p, where) for p in part.content]
+        if part.is_error:
+            block["is_error"] = True
+        return block
+    return strip_cache_control(part.block)
+
+
+Location = tuple[str, int, int]  # ("system", 0, block) or ("messages", message, block)
+
+
+def _render(
+    messages: Sequence[Message],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[tuple[int, int], Location | None]]:
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    ends: dict[tuple[int, int], Location | None] = {}
+    last: Location | None = None
+    for msg in messages:
+        where = f"messages[{msg.index}]"
+        if msg.role == "system":
+            if out:
+                raise InvalidInputError(
+                    f"{where} is a system message after the conversation started; Anthropic "
+                    "takes system text only before the first turn (put it in core_content)",
+                    field=where,
+                )
+            for p, part in enumerate(msg.parts):
+                if not isinstance(part, Text):
+                    raise InvalidInputError(
+                        f"{where}: Anthropic system prompts hold text only", field=where
+                    )
+                system.append(_block(part, where))
+                last = ("system", 0, len(system) - 1)
+                ends[(msg.index, p)] = last
+            ends[(msg.index, -1)] = last
+            continue
+        for p, part in enumerate(msg.parts):
+            block = _block(part, where)
+            if not out or out[-1]["role"] != msg.role:
+                # Anthropic wants user and assistant turns to alternate: a tool result and the
+                # user text after it become one user turn.
+                out.append({"role": msg.role, "content": []})
+            out[-1]["content"].append(block)
+            last = ("messages", len(out) - 1, len(out[-1]["content"]) - 1)
+            ends[(msg.index, p)] = last
+        ends[(msg.index, -1)] = last
+    return system, out, ends
+
+
+def anthropic_request(
+    result: CompiledPrompt, ttl: str = "5m", *, max_breakpoints: int = MAX_CACHE_BREAKPOINTS
+) -> dict[str, Any]:
+    """The ``system`` and ``messages`` of an Anthropic Messages API request for a compile result.
+
+    OpenAI-shape history is converted: tool calls become ``tool_use`` blocks, tool messages
+    ``tool_result`` blocks in a user turn, content parts text and image blocks; Anthropic blocks
+    pass through (their own ``cache_control`` is removed). ``cache_control`` goes on the last
+    block of each cached prefix listed in ``metadata["cache_breakpoints"]`` that reaches the
+    model's minimum cacheable size, at most ``max_breakpoints`` of them (lower it to keep room
+    for markers you place on tools). Needs end placement; ``ttl`` is ``"5m"`` or ``"1h"``.
+    """
+    marker = _cache_control(ttl)
+    require_end_placement(result, "anthropic_request")
+    if not isinstance(max_breakpoints, int) or not 0 <= max_breakpoints <= MAX_CACHE_BREAKPOINTS:
+        raise InvalidInputError(
+            f"max_breakpoints must be between 0 and {MAX_CACHE_BREAKPOINTS}",
+            field="max_breakpoints",
+        )
+    metadata = result.metadata
+    breakpoints = read_breakpoints(metadata, len(result.messages))
+    cuts: dict[int, list[int]] = {}
+    for bp in breakpoints:
+        if bp.chars is not None:
+            cuts.setdefault(bp.message_index, []).append(bp.chars)
+    messages = read_messages(result.messages, cuts)
+    system, out, ends = _render(messages)
+
+    model_id = metadata.get("model_id")
+    pricing = get_cache_pricing(model_id) if isinstance(model_id, str) else None
+    if pricing is not None:
+        scale = metadata.get("token_scale")
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale <= 0:
+            scale = get_token_scale(model_id)
+        anchors = choose_anchors(
+            breakpoints,
+            messages,
+            token_scale=float(scale),
+            min_tokens=pricing.min_tokens,
+            limit=max_breakpoints,
+        )
+        for anchor in anchors:
+            loc = ends.get(anchor)
+            if loc is None:
+                continue
+            section, m, b = loc
+            block = system[b] if section == "system" else out[m]["content"][b]
+            if block.get("type") in _UNMARKABLE:
+                continue
+            block["cache_control"] = copy.deepcopy(marker)
+
+    request: dict[str, Any] = {}
+    if system:
+        request["system"] = system
+    request["messages"] = out
+    return request

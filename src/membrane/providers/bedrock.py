@@ -1,0 +1,216 @@
+"""Amazon Bedrock Converse requests, with ``cachePoint`` blocks where cached prefixes end."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from membrane.capabilities import get_cache_pricing, get_token_scale
+from membrane.errors import InvalidInputError
+from membrane.providers._convert import (
+    CompiledPrompt,
+    Image,
+    Message,
+    Part,
+    Text,
+    ToolCall,
+    ToolResult,
+    choose_anchors,
+    parse_data_url,
+    read_breakpoints,
+    read_messages,
+    require_end_placement,
+)
+
+__all__ = ["MAX_CACHE_POINTS", "bedrock_converse_request"]
+
+MAX_CACHE_POINTS = 4
+"""Most ``cachePoint`` blocks Bedrock accepts in one request (tools included)."""
+
+_FORMATS = {
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+    "image/jpg": "jpeg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
+_TOOL_ID = re.compile(r"[a-zA-Z0-9_-]+")
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def _image(image: Image, where: str) -> dict[str, Any]:
+    if image.url.startswith("data:"):
+        media_type, data = parse_data_url(image.url, where)
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidInputError(
+                f"{where}: the image data is not valid base64", field=where
+            ) from None
+        source: dict[str, Any] = {"bytes": raw}
+    elif image.url.startswith("s3://"):
+        media_type = {"jpg": "image/jpeg"}.get(
+            ext := image.url.rsplit(".", 1)[-1].lower(), f"image/{ext}"
+        )
+        source = {"s3Location": {"uri": image.url}}
+    else:
+        raise InvalidInputError(
+            f"{where}: Bedrock cannot fetch image URLs; pass the image as a data: URL or an "
+            "s3:// URI",
+            field=where,
+        )
+    fmt = _FORMATS.get(media_type.lower())
+    if fmt is None:
+        raise InvalidInputError(
+            f"{where}: Bedrock takes png, jpeg, gif or webp images, not {media_type!r}",
+            field=where,
+        )
+    return {"image": {"format": fmt, "source": source}}
+
+
+def _check_tool(call_id: str, name: str | None, where: str) -> None:
+    if not _TOOL_ID.fullmatch(call_id):
+        raise InvalidInputError(
+            f"{where}: Bedrock tool ids may hold only letters, digits, '_' and '-' "
+            f"(got {call_id!r})",
+            field=where,
+        )
+    if name is not None and not _TOOL_NAME.fullmatch(name):
+        raise InvalidInputError(
+            f"{where}: Bedrock tool names are 1-64 letters, digits, '_' or '-' (got {name!r})",
+            field=where,
+        )
+
+
+def _block(part: Part, where: str) -> dict[str, Any]:
+    if isinstance(part, Text):
+        return {"text": part.text}
+    if isinstance(part, Image):
+        return _image(part, where)
+    if isinstance(part, ToolCall):
+        _check_tool(part.id, part.name, where)
+        return {"toolUse": {"toolUseId": part.id, "name": part.name, "input": part.arguments}}
+    if isinstance(part, ToolResult):
+        _check_tool(part.call_id, None, where)
+        if isinstance(part.content, str):
+            content = [{"text": part.content}] if part.content else []
+        else:
+            content = [_block(p, where) for p in part.content]
+        block: dict[str, Any] = {"toolUseId": part.call_id, "content": content}
+        if part.is_error:
+            block["status"] = "error"
+        return {"toolResult": block}
+    raise InvalidInputError(
+        f"{where}: content block of type {part.block.get('type')!r} has no Bedrock Converse "
+        "equivalent",
+        field=where,
+    )
+
+
+Location = tuple[int, int, int]  # (0 = system / 1 = messages, message, block)
+
+
+def _render(
+    messages: Sequence[Message],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[tuple[int, int], Location | None]]:
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    ends: dict[tuple[int, int], Location | None] = {}
+    last: Location | None = None
+    for msg in messages:
+        where = f"messages[{msg.index}]"
+        if msg.role == "system":
+            if out:
+                raise InvalidInputError(
+                    f"{where} is a system message after the conversation started; Bedrock "
+                    "takes system text only before the first turn",
+                    field=where,
+                )
+            for p, part in enumerate(msg.parts):
+                if not isinstance(part, Text):
+                    raise InvalidInputError(
+                        f"{where}: Bedrock system prompts hold text only", field=where
+                    )
+                system.append({"text": part.text})
+                last = (0, 0, len(system) - 1)
+                ends[(msg.index, p)] = last
+            ends[(msg.index, -1)] = last
+            continue
+        for p, part in enumerate(msg.parts):
+            block = _block(part, where)
+            if not out or out[-1]["role"] != msg.role:
+                # Converse requires user and assistant turns to alternate.
+                out.append({"role": msg.role, "content": []})
+            out[-1]["content"].append(block)
+            last = (1, len(out) - 1, len(out[-1]["content"]) - 1)
+            ends[(msg.index, p)] = last
+        ends[(msg.index, -1)] = last
+    return system, out, ends
+
+
+def bedrock_converse_request(
+    result: CompiledPrompt,
+    *,
+    model_id: str | None = None,
+    ttl: str = "5m",
+    max_cache_points: int = MAX_CACHE_POINTS,
+) -> dict[str, Any]:
+    """Keyword arguments for Bedrock Runtime ``converse``: ``system`` and ``messages``.
+
+    ``model_id`` is the Bedrock model or inference-profile id; when given it is included as
+    ``modelId`` and used for the cache lookup instead of ``metadata["model_id"]``. Tool calls
+    become ``toolUse`` blocks, tool results ``toolResult`` blocks in a user turn, and images
+    ``image`` blocks with raw bytes (from data: URLs) or an S3 location; Bedrock cannot fetch
+    http URLs. A ``cachePoint`` block follows the last block of each cached prefix in
+    ``metadata["cache_breakpoints"]`` that reaches the model's minimum, at most
+    ``max_cache_points`` of them. Needs end placement; ``ttl`` is ``"5m"`` or ``"1h"``.
+    """
+    if ttl not in ("5m", "1h"):
+        raise InvalidInputError(f"ttl must be '5m' or '1h', got {ttl!r}", field="ttl")
+    if not isinstance(max_cache_points, int) or not 0 <= max_cache_points <= MAX_CACHE_POINTS:
+        raise InvalidInputError(
+            f"max_cache_points must be between 0 and {MAX_CACHE_POINTS}",
+            field="max_cache_points",
+        )
+    require_end_placement(result, "bedrock_converse_request")
+    metadata = result.metadata
+    breakpoints = read_breakpoints(metadata, len(result.messages))
+    cuts: dict[int, list[int]] = {}
+    for bp in breakpoints:
+        if bp.chars is not None:
+            cuts.setdefault(bp.message_index, []).append(bp.chars)
+    messages = read_messages(result.messages, cuts)
+    system, out, ends = _render(messages)
+
+    lookup_id = model_id if model_id is not None else metadata.get("model_id")
+    pricing = get_cache_pricing(lookup_id) if isinstance(lookup_id, str) else None
+    if pricing is not None:
+        scale = metadata.get("token_scale")
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale <= 0:
+            scale = get_token_scale(lookup_id)
+        anchors = choose_anchors(
+            breakpoints,
+            messages,
+            token_scale=float(scale),
+            min_tokens=pricing.min_tokens,
+            limit=max_cache_points,
+        )
+        point: dict[str, Any] = {"type": "default"}
+        if ttl == "1h":
+            point["ttl"] = "1h"
+        locations = {ends[a] for a in anchors if ends.get(a) is not None}
+        # Insert from the back so earlier positions stay valid.
+        for section, m, b in sorted((loc for loc in locations if loc), reverse=True):
+            target = system if section == 0 else out[m]["content"]
+            target.insert(b + 1, {"cachePoint": dict(point)})
+
+    request: dict[str, Any] = {}
+    if model_id is not None:
+        request["modelId"] = model_id
+    if system:
+        request["system"] = system
+    request["messages"] = out
+    return request

@@ -1,0 +1,135 @@
+"""Gemini ``generateContent`` request bodies."""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from typing import Any
+
+from membrane.errors import InvalidInputError
+from membrane.providers._convert import (
+    CompiledPrompt,
+    Image,
+    Part,
+    Text,
+    ToolCall,
+    ToolResult,
+    parse_data_url,
+    read_messages,
+    require_end_placement,
+)
+
+__all__ = ["gemini_request"]
+
+
+def _image(image: Image, where: str) -> dict[str, Any]:
+    if image.url.startswith("data:"):
+        media_type, data = parse_data_url(image.url, where)
+        return {"inlineData": {"mimeType": media_type, "data": data}}
+    file_data = {"fileUri": image.url}
+    guessed, _ = mimetypes.guess_type(image.url.split("?", 1)[0])
+    if guessed:
+        file_data["mimeType"] = guessed
+    return {"fileData": file_data}
+
+
+def _response(result: ToolResult, where: str) -> dict[str, Any]:
+    if isinstance(result.content, str):
+        text = result.content
+    else:
+        if any(isinstance(p, Image) for p in result.content):
+            raise InvalidInputError(
+                f"{where}: a Gemini function response carries JSON only, not images; send the "
+                "image in a user message instead",
+                field=where,
+            )
+        text = "\n".join(p.text for p in result.content if isinstance(p, Text))
+    # A result that already is a JSON object is sent as that object; anything else goes under
+    # "output" (or "error" for a failed call), the keys Gemini documents for function output.
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if isinstance(value, dict) and not result.is_error:
+        return value
+    return {"error" if result.is_error else "output": text}
+
+
+def _part(part: Part, where: str) -> dict[str, Any]:
+    if isinstance(part, Text):
+        return {"text": part.text}
+    if isinstance(part, Image):
+        return _image(part, where)
+    if isinstance(part, ToolCall):
+        return {"functionCall": {"id": part.id, "name": part.name, "args": part.arguments}}
+    if isinstance(part, ToolResult):
+        return {
+            "functionResponse": {
+                "id": part.call_id,
+                "name": part.name,
+                "response": _response(part, where),
+            }
+        }
+    raise InvalidInputError(
+        f"{where}: content block of type {part.block.get('type')!r} has no Gemini equivalent",
+        field=where,
+    )
+
+
+def gemini_request(
+    result: CompiledPrompt, *, thought_signature_fallback: str | None = None
+) -> dict[str, Any]:
+    """A Gemini ``generateContent`` body: ``system_instruction`` and ``contents``.
+
+    Assistant turns become role ``model``; tool calls become ``functionCall`` parts and tool
+    results ``functionResponse`` parts in a user turn, named after their call. Gemini caches
+    shared prefixes implicitly, so nothing is marked. Gemini 3 models refuse replayed
+    function calls without a thought signature: a tool call dict may carry its own
+    ``thought_signature``, and ``thought_signature_fallback`` is put on the first call of each
+    model turn that has none (Google documents a placeholder value for history that did not
+    come from Gemini). Needs end placement.
+    """
+    require_end_placement(result, "gemini_request")
+    messages = read_messages(result.messages)
+    system: list[dict[str, Any]] = []
+    contents: list[dict[str, Any]] = []
+    for msg in messages:
+        where = f"messages[{msg.index}]"
+        if msg.role == "system":
+            if contents:
+                raise InvalidInputError(
+                    f"{where} is a system message after the conversation started; Gemini takes "
+                    "one system instruction before the first turn",
+                    field=where,
+                )
+            for part in msg.parts:
+                if not isinstance(part, Text):
+                    raise InvalidInputError(
+                        f"{where}: the Gemini system instruction holds text only", field=where
+                    )
+                system.append({"text": part.text})
+            continue
+        role = "model" if msg.role == "assistant" else "user"
+        parts = []
+        signed = False
+        for part in msg.parts:
+            rendered = _part(part, where)
+            if isinstance(part, ToolCall):
+                # Of parallel calls only the first carries a signature.
+                fallback = None if signed else thought_signature_fallback
+                signature = part.thought_signature or fallback
+                if signature:
+                    rendered["thoughtSignature"] = signature
+                signed = True
+            parts.append(rendered)
+        if not parts:
+            continue
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+    request: dict[str, Any] = {}
+    if system:
+        request["system_instruction"] = {"parts": system}
+    request["contents"] = contents
+    return request

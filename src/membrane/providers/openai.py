@@ -1,0 +1,99 @@
+"""OpenAI Chat Completions requests (and OpenAI-compatible APIs)."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from membrane.capabilities import get_cache_pricing, get_token_scale
+from membrane.errors import InvalidInputError
+from membrane.providers._convert import CompiledPrompt, read_messages
+from membrane.tokenizers import TiktokenAdapter
+
+if TYPE_CHECKING:
+    from membrane.tokenizers import TokenCounter
+
+__all__ = ["build_system_messages", "openai_request"]
+
+
+def openai_request(
+    result: CompiledPrompt,
+    *,
+    model: str,
+    prompt_cache_key: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A Chat Completions request body: ``model``, the compiled ``messages`` and your extras.
+
+    Messages go out as compiled (copied, so editing the request leaves the result alone).
+    OpenAI caches shared prefixes by itself; ``prompt_cache_key`` (e.g. a conversation id)
+    helps it route requests that share a prefix to the same cache. Raises
+    :class:`ToolPairingError` when a tool result has no call before it or a call no result.
+
+    >>> from types import SimpleNamespace
+    >>> r = SimpleNamespace(messages=[{"role": "user", "content": "Hi"}], metadata={})
+    >>> openai_request(r, model="gpt-4o-mini", prompt_cache_key="conv-9")
+    {'model': 'gpt-4o-mini', 'messages': [{'role': 'user', 'content': 'Hi'}], \
+'prompt_cache_key': 'conv-9'}
+    """
+    if not isinstance(model, str) or not model:
+        raise InvalidInputError("model must be the provider's model name", field="model")
+    if prompt_cache_key is not None and not isinstance(prompt_cache_key, str):
+        raise InvalidInputError("prompt_cache_key must be a string", field="prompt_cache_key")
+    if "messages" in extra:
+        raise InvalidInputError(
+            "messages come from the compile result; do not pass them again", field="messages"
+        )
+    read_messages(result.messages)
+    request: dict[str, Any] = {"model": model, "messages": copy.deepcopy(list(result.messages))}
+    if prompt_cache_key is not None:
+        request["prompt_cache_key"] = prompt_cache_key
+    request.update(extra)
+    return request
+
+
+def build_system_messages(
+    model_id: str | None,
+    prefix: str,
+    tail: str,
+    *,
+    counter: TokenCounter | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One OpenAI-style system message for a prompt you split yourself, and a cache hint.
+
+    For models that cache by themselves (and unknown ones) the content is the string
+    ``prefix + tail``: the provider caches the shared prefix without help. For models whose
+    cache must be marked (Claude behind an OpenAI-compatible gateway), and once the prefix
+    reaches the model's minimum, the content is two text parts with ``cache_control`` on the
+    first. No message is returned when both texts are empty.
+
+    The hint holds ``cache_mode`` ("automatic", "marked" or None), ``prompt_cache_used``
+    (the model caches and the prefix, in provider tokens, reaches its minimum),
+    ``cacheable_prefix_tokens`` (counted with ``counter``, default ``cl100k_base``),
+    ``min_cacheable_tokens`` and ``token_scale``.
+    """
+    if not isinstance(prefix, str) or not isinstance(tail, str):
+        raise TypeError("prefix and tail must be strings")
+    pricing = get_cache_pricing(model_id)
+    scale = get_token_scale(model_id)
+    prefix_tokens = (counter or TiktokenAdapter("cl100k_base")).count(prefix) if prefix else 0
+    reaches = (
+        pricing is not None and prefix_tokens > 0 and (prefix_tokens * scale >= pricing.min_tokens)
+    )
+
+    content: str | list[dict[str, Any]]
+    if pricing is not None and pricing.mode == "marked" and reaches:
+        content = [{"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}}]
+        if tail:
+            content.append({"type": "text", "text": tail})
+    else:
+        content = prefix + tail
+    messages = [{"role": "system", "content": content}] if prefix or tail else []
+    hint = {
+        "cache_mode": None if pricing is None else pricing.mode,
+        "prompt_cache_used": reaches,
+        "cacheable_prefix_tokens": prefix_tokens,
+        "min_cacheable_tokens": None if pricing is None else pricing.min_tokens,
+        "token_scale": scale,
+    }
+    return messages, hint
