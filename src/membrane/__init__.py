@@ -1,3 +1,120 @@
-"""Membrane: a prompt compiler with hard token budgets, cache-stable prefixes and citation maps."""
+"""Membrane: a prompt compiler with hard token budgets, cache-stable prefixes and citation maps.
+
+>>> from membrane import ContextCompiler, MemoryItem
+>>> compiler = ContextCompiler(max_tokens=4096, core_content="You are a helpful assistant.")
+>>> result = compiler.compile(
+...     memories=[MemoryItem(id="doc-7", content="The refund window is 30 days.")],
+...     user_message="How long do I have to ask for a refund?")
+>>> result.ref_map
+{1: 'doc-7'}
+"""
 
 from __future__ import annotations
+
+from membrane.capabilities import (
+    CachePricing,
+    get_cache_pricing,
+    get_context_cap_for_model,
+    get_token_scale,
+    has_prompt_caching,
+)
+from membrane.compiler import (
+    CompileMetrics,
+    CompileResult,
+    ContextCompiler,
+    CostQuote,
+    compile_anonymous,
+)
+from membrane.errors import (
+    InvalidInputError,
+    MembraneError,
+    MemoryCollisionError,
+    ReservedContentOverBudget,
+    StoreUnavailable,
+    TokenizerDataError,
+    ToolPairingError,
+)
+from membrane.interrupt import (
+    INTERRUPT_INSTRUCTION,
+    contains_interrupt,
+    parse_interrupt,
+    strip_all_interrupts,
+)
+from membrane.providers import (
+    anthropic_request,
+    anthropic_system_blocks,
+    bedrock_converse_request,
+    build_system_messages,
+    gemini_request,
+    openai_request,
+)
+from membrane.records import (
+    TIER_EPISODIC,
+    TIER_PROCEDURAL,
+    TIER_SEMANTIC,
+    EpisodicMemory,
+    KernelMemoryObject,
+    KernelMemoryRecord,
+    MemoryItem,
+    ProceduralMemory,
+    SemanticMemory,
+    load_kernel_memory_json_schema,
+)
+from membrane.stages.firewall import PreFlightContextFirewall
+from membrane.stages.glaciator import GlaciatedPrompt, glaciate
+from membrane.stages.layout import ContextLayoutEngine
+from membrane.stages.preflight import PreFlightAnalyst, as_preflight_analyst
+from membrane.state import InMemoryStateStore, StateStore
+from membrane.tokenizers import count_tokens
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "INTERRUPT_INSTRUCTION",
+    "TIER_EPISODIC",
+    "TIER_PROCEDURAL",
+    "TIER_SEMANTIC",
+    "CachePricing",
+    "CompileMetrics",
+    "CompileResult",
+    "ContextCompiler",
+    "ContextLayoutEngine",
+    "CostQuote",
+    "EpisodicMemory",
+    "GlaciatedPrompt",
+    "InMemoryStateStore",
+    "InvalidInputError",
+    "KernelMemoryObject",
+    "KernelMemoryRecord",
+    "MembraneError",
+    "MemoryCollisionError",
+    "MemoryItem",
+    "PreFlightAnalyst",
+    "PreFlightContextFirewall",
+    "ProceduralMemory",
+    "ReservedContentOverBudget",
+    "SemanticMemory",
+    "StateStore",
+    "StoreUnavailable",
+    "TokenizerDataError",
+    "ToolPairingError",
+    "__version__",
+    "anthropic_request",
+    "anthropic_system_blocks",
+    "as_preflight_analyst",
+    "bedrock_converse_request",
+    "build_system_messages",
+    "compile_anonymous",
+    "contains_interrupt",
+    "count_tokens",
+    "gemini_request",
+    "get_cache_pricing",
+    "get_context_cap_for_model",
+    "get_token_scale",
+    "glaciate",
+    "has_prompt_caching",
+    "load_kernel_memory_json_schema",
+    "openai_request",
+    "parse_interrupt",
+    "strip_all_interrupts",
+]
