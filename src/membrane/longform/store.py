@@ -1,0 +1,688 @@
+"""An embedded SQLite store for one document's memory, and the block assembled from it.
+
+Chapter summaries, entities, narrative threads and embeddings live in one SQLite file (the
+standard library's ``sqlite3``; embeddings sit in TEXT columns in the wire format of
+:mod:`membrane.longform.vector`). :meth:`LongformStore.memory_block` reads it and builds the
+fixed-size block for the next chapter.
+
+Durability and concurrency: the database runs in WAL mode, so one writer and any number of
+readers (threads or processes, each with its own :class:`LongformStore`) work at once and a
+reader sees whole transactions only. Every write method is one transaction, with
+``synchronous=FULL``: a crash in the middle of a write loses that write and nothing else.
+The schema carries a version (``PRAGMA user_version``) and is migrated forward on open.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from membrane.errors import InvalidInputError, StoreUnavailable
+from membrane.longform.budget import (
+    DEFAULT_MEMORY_BUDGET,
+    BudgetResult,
+    Fitted,
+    SectionInput,
+    SectionName,
+    estimate_tokens,
+    fit_sections,
+    skeleton_chapters,
+)
+from membrane.longform.threads import (
+    ThreadPlan,
+    is_unresolved,
+    select_known_threads,
+)
+from membrane.longform.vector import (
+    DEFAULT_K,
+    DEFAULT_MIN_SCORE,
+    RELATIVE_FLOOR,
+    decode_vector,
+    encode_vector,
+    search_top_k,
+)
+
+if TYPE_CHECKING:
+    from membrane.tokenizers import TokenCounter
+
+__all__ = [
+    "DEFAULT_BLOCK_LABELS",
+    "DEFAULT_RECENT_CHAPTERS",
+    "SCHEMA_VERSION",
+    "BlockLabels",
+    "ChapterSummary",
+    "Entity",
+    "LongformStore",
+    "MemoryBlock",
+    "StoredThread",
+]
+
+T = TypeVar("T")
+
+#: Version of the database layout this code writes.
+SCHEMA_VERSION: Final = 1
+
+#: Chapters before the current one whose summaries form the recent section.
+DEFAULT_RECENT_CHAPTERS: Final = 20
+
+# Migration i brings a database from version i to version i + 1.
+_MIGRATIONS: Final[tuple[str, ...]] = (
+    """
+    CREATE TABLE IF NOT EXISTS chapters (
+        number    INTEGER PRIMARY KEY CHECK (number >= 1),
+        title     TEXT NOT NULL DEFAULT '',
+        summary   TEXT NOT NULL,
+        embedding TEXT
+    );
+    CREATE TABLE IF NOT EXISTS entities (
+        name              TEXT PRIMARY KEY,
+        description       TEXT NOT NULL,
+        importance        REAL NOT NULL DEFAULT 0,
+        last_seen_chapter INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX IF NOT EXISTS entities_by_importance
+        ON entities (importance DESC, last_seen_chapter DESC, name);
+    CREATE TABLE IF NOT EXISTS threads (
+        id                     INTEGER PRIMARY KEY AUTOINCREMENT,
+        summary                TEXT NOT NULL,
+        status                 TEXT NOT NULL CHECK (status IN ('open', 'progressing', 'resolved')),
+        thread_type            TEXT,
+        opened_at_chapter      INTEGER NOT NULL,
+        deadline_chapter       INTEGER NOT NULL DEFAULT 0,
+        last_activated_chapter INTEGER NOT NULL,
+        resolved_at_chapter    INTEGER,
+        resolution_note        TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX IF NOT EXISTS threads_by_status ON threads (status);
+    """,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ChapterSummary:
+    """One chapter's summary; ``embedding`` is in the wire format, or None."""
+
+    number: int
+    summary: str
+    title: str = ""
+    embedding: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A character, place or object worth remembering; higher ``importance`` is kept first."""
+
+    name: str
+    description: str
+    importance: float = 0.0
+    last_seen_chapter: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StoredThread:
+    """A narrative thread as stored; ``id`` is what :class:`ThreadOp` refers to."""
+
+    id: str
+    summary: str
+    status: str
+    opened_at_chapter: int
+    deadline_chapter: int
+    last_activated_chapter: int
+    thread_type: str | None = None
+    resolved_at_chapter: int | None = None
+    resolution_note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockLabels:
+    """Headings and line formats of a rendered block; write them in the document's language."""
+
+    entity: str = "## Characters, places and things"
+    recent: str = "## The latest chapters"
+    skeleton: str = "## The story so far"
+    retrieval: str = "## Earlier chapters related to this one"
+    chapter_line: str = "Ch.{number}: {summary}"
+    entity_line: str = "{name}: {description}"
+
+    def heading(self, section: SectionName) -> str:
+        """The heading of one section."""
+        heading: str = getattr(self, section)
+        return heading
+
+
+DEFAULT_BLOCK_LABELS: Final = BlockLabels()
+
+# Rendering order: who is in play, the long arc, related callbacks, then the chapters right
+# before the one being written, closest to where the model continues.
+_RENDER_ORDER: Final[tuple[SectionName, ...]] = ("entity", "skeleton", "retrieval", "recent")
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBlock:
+    """The assembled memory for one chapter, with the fit that produced it.
+
+    ``result`` holds the kept items per section (recent and skeleton in chapter order);
+    ``retrieval_scores`` maps each retrieved chapter to its similarity.
+    """
+
+    chapter: int
+    recent_from: int
+    skeleton_chapters: tuple[int, ...]
+    result: BudgetResult
+    labels: BlockLabels = DEFAULT_BLOCK_LABELS
+    retrieval_scores: dict[int, float] = field(default_factory=dict)
+    reserved_tokens: int = 0
+
+    @property
+    def used_tokens(self) -> int:
+        """Tokens of the fitted items (headings are covered by ``reserved_tokens``)."""
+        return self.result.used_tokens
+
+    def render(self) -> str:
+        """The block as text, one headed section per non-empty section."""
+        parts = []
+        for name in _RENDER_ORDER:
+            fitted = self.result.section(name)
+            if fitted.kept:
+                parts.append(self.labels.heading(name) + "\n" + "".join(fitted.texts))
+        return "\n".join(parts)
+
+
+def _check_chapter(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{field} must be an int >= 1, got {value!r}", field=field)
+    return value
+
+
+def _encoded(embedding: Sequence[float] | str | None, field: str) -> str | None:
+    if embedding is None:
+        return None
+    if isinstance(embedding, str):
+        if decode_vector(embedding) is None:
+            raise InvalidInputError(
+                f"{field} is not a valid wire-format vector (base64 of little-endian float32)",
+                field=field,
+            )
+        return embedding
+    return encode_vector(embedding)
+
+
+def _coarse_to_fine(count: int) -> list[int]:
+    """Positions 0..count-1 ordered so that every prefix is spread over the whole range.
+
+    The skeleton is trimmed from the tail of its importance order; in this order a trimmed
+    skeleton still spans the document instead of losing its most recent part.
+    """
+    if count <= 0:
+        return []
+    order = [0]
+    seen = {0}
+    step = count
+    while len(order) < count:
+        step = max(1, step // 2)
+        for position in range(0, count, step):
+            if position not in seen:
+                seen.add(position)
+                order.append(position)
+    return order
+
+
+class LongformStore:
+    """One document's memory in a SQLite file.
+
+    Open one store per thread or process that uses it; a store may also be shared by threads
+    (calls are serialised). ``path=":memory:"`` gives a private in-memory database.
+
+    >>> with LongformStore(":memory:") as store:
+    ...     store.put_chapter(1, "Mara signs on as first mate.")
+    ...     store.get_chapter(1).summary
+    'Mara signs on as first mate.'
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 10.0) -> None:
+        self._path = os.fspath(path)
+        self._name = f"sqlite:{self._path}"
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(
+                self._path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(
+                f"cannot open the longform store at {self._path}: {exc}", store=self._name
+            ) from exc
+        try:
+            with self._sqlite_errors("open"):
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._db.execute("PRAGMA foreign_keys=ON")
+                self._migrate()
+        except BaseException:
+            self._db.close()
+            raise
+
+    @property
+    def path(self) -> str:
+        """The database file."""
+        return self._path
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _sqlite_errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(
+                f"longform store {self._path}: {action} failed: {exc}", store=self._name
+            ) from exc
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
+        # IMMEDIATE takes the write lock up front, so two writers queue on busy_timeout instead
+        # of failing when a read transaction tries to upgrade.
+        with self._lock, self._sqlite_errors(action):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    @contextmanager
+    def _read(self, action: str) -> Iterator[sqlite3.Connection]:
+        # One read transaction: every query inside sees the same snapshot.
+        with self._lock, self._sqlite_errors(action):
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._write("schema migration") as db:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise StoreUnavailable(
+                    f"{self._path} has schema version {version}, newer than this Membrane "
+                    f"supports ({SCHEMA_VERSION}); upgrade membrane-aol to open it",
+                    store=self._name,
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[target - 1].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version = {target}")
+
+    def schema_version(self) -> int:
+        """The schema version recorded in the file."""
+        with self._read("read schema version") as db:
+            return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection; the store cannot be used afterwards."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> LongformStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- chapters ---------------------------------------------------------------------------
+
+    def put_chapter(
+        self,
+        number: int,
+        summary: str,
+        *,
+        title: str = "",
+        embedding: Sequence[float] | str | None = None,
+    ) -> None:
+        """Insert or replace one chapter's summary (and its embedding, encoded if needed)."""
+        self.put_chapters(
+            [ChapterSummary(number, summary, title, _encoded(embedding, "embedding"))]
+        )
+
+    def put_chapters(self, chapters: Iterable[ChapterSummary]) -> int:
+        """Insert or replace many summaries in one transaction; returns how many were written.
+
+        Either all of them are stored or, if anything fails (including the iterable raising),
+        none are.
+        """
+
+        def rows() -> Iterator[tuple[int, str, str, str | None]]:
+            for position, chapter in enumerate(chapters):
+                if not isinstance(chapter, ChapterSummary):
+                    raise InvalidInputError(
+                        f"chapters[{position}] must be a ChapterSummary, got "
+                        f"{type(chapter).__name__}",
+                        field=f"chapters[{position}]",
+                    )
+                _check_chapter(chapter.number, f"chapters[{position}].number")
+                if not isinstance(chapter.summary, str):
+                    raise InvalidInputError(
+                        "a chapter summary must be a string", field=f"chapters[{position}].summary"
+                    )
+                embedding = _encoded(chapter.embedding, f"chapters[{position}].embedding")
+                yield chapter.number, chapter.title, chapter.summary, embedding
+
+        with self._write("write chapters") as db:
+            cursor = db.executemany(
+                "INSERT INTO chapters (number, title, summary, embedding) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (number) DO UPDATE SET title = excluded.title, "
+                "summary = excluded.summary, embedding = excluded.embedding",
+                rows(),
+            )
+            return cursor.rowcount
+
+    def get_chapter(self, number: int) -> ChapterSummary | None:
+        """One chapter's summary, or None."""
+        found = self.get_chapters([number])
+        return found[0] if found else None
+
+    def get_chapters(self, numbers: Iterable[int]) -> list[ChapterSummary]:
+        """The stored summaries among ``numbers``, in ascending chapter order."""
+        wanted = sorted({_check_chapter(number, "number") for number in numbers})
+        with self._read("read chapters") as db:
+            return self._chapters_in(db, wanted)
+
+    @staticmethod
+    def _chapters_in(db: sqlite3.Connection, numbers: Sequence[int]) -> list[ChapterSummary]:
+        found: list[ChapterSummary] = []
+        # SQLite caps bound parameters (999 on old builds); stay under it.
+        for start in range(0, len(numbers), 500):
+            batch = numbers[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            found.extend(
+                ChapterSummary(*row)
+                for row in db.execute(
+                    "SELECT number, summary, title, embedding FROM chapters "
+                    f"WHERE number IN ({marks}) ORDER BY number",
+                    batch,
+                )
+            )
+        return found
+
+    def iter_chapters(self) -> Iterator[ChapterSummary]:
+        """Every stored summary in chapter order (read as one snapshot)."""
+        with self._read("read chapters") as db:
+            rows = db.execute(
+                "SELECT number, summary, title, embedding FROM chapters ORDER BY number"
+            ).fetchall()
+        for row in rows:
+            yield ChapterSummary(*row)
+
+    def chapter_count(self) -> int:
+        """How many chapters have a summary."""
+        with self._read("count chapters") as db:
+            return int(db.execute("SELECT COUNT(*) FROM chapters").fetchone()[0])
+
+    def latest_chapter(self) -> int:
+        """The highest chapter number stored, 0 when there is none."""
+        with self._read("read latest chapter") as db:
+            return int(db.execute("SELECT COALESCE(MAX(number), 0) FROM chapters").fetchone()[0])
+
+    # -- entities ---------------------------------------------------------------------------
+
+    def put_entity(
+        self, name: str, description: str, *, importance: float = 0.0, last_seen_chapter: int = 0
+    ) -> None:
+        """Insert or replace one entity."""
+        self.put_entities([Entity(name, description, importance, last_seen_chapter)])
+
+    def put_entities(self, entities: Iterable[Entity]) -> int:
+        """Insert or replace many entities in one transaction; returns how many were written."""
+
+        def rows() -> Iterator[tuple[str, str, float, int]]:
+            for position, entity in enumerate(entities):
+                if not isinstance(entity, Entity) or not entity.name:
+                    raise InvalidInputError(
+                        f"entities[{position}] must be an Entity with a non-empty name",
+                        field=f"entities[{position}]",
+                    )
+                yield (
+                    entity.name,
+                    entity.description,
+                    float(entity.importance),
+                    int(entity.last_seen_chapter),
+                )
+
+        with self._write("write entities") as db:
+            cursor = db.executemany(
+                "INSERT INTO entities (name, description, importance, last_seen_chapter) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+                "description = excluded.description, importance = excluded.importance, "
+                "last_seen_chapter = excluded.last_seen_chapter",
+                rows(),
+            )
+            return cursor.rowcount
+
+    def entities(self, limit: int | None = None) -> list[Entity]:
+        """Entities, most important first (then most recently seen, then by name)."""
+        with self._read("read entities") as db:
+            return self._entities(db, limit)
+
+    @staticmethod
+    def _entities(db: sqlite3.Connection, limit: int | None) -> list[Entity]:
+        return [
+            Entity(*row)
+            for row in db.execute(
+                "SELECT name, description, importance, last_seen_chapter FROM entities "
+                "ORDER BY importance DESC, last_seen_chapter DESC, name LIMIT ?",
+                (-1 if limit is None else limit,),
+            )
+        ]
+
+    # -- threads ----------------------------------------------------------------------------
+
+    def threads(self, *, unresolved_only: bool = False) -> list[StoredThread]:
+        """Stored threads in id order; ``unresolved_only`` keeps those still owed a payoff."""
+        with self._read("read threads") as db:
+            rows = [
+                StoredThread(str(row[0]), *row[1:])
+                for row in db.execute(
+                    "SELECT id, summary, status, opened_at_chapter, deadline_chapter, "
+                    "last_activated_chapter, thread_type, resolved_at_chapter, resolution_note "
+                    "FROM threads ORDER BY id"
+                )
+            ]
+        return [row for row in rows if is_unresolved(row.status)] if unresolved_only else rows
+
+    def known_threads(self, chapter_number: int, *, limit: int | None = None) -> list[StoredThread]:
+        """Unresolved threads in urgency order: render them and plan against the same list."""
+        return select_known_threads(self.threads(), chapter_number, limit=limit)
+
+    def apply_thread_plan(self, plan: ThreadPlan, chapter_number: int) -> list[str]:
+        """Apply a :func:`plan_thread_ops` result in one transaction; returns the new ids."""
+        _check_chapter(chapter_number, "chapter_number")
+        created: list[str] = []
+        with self._write("apply thread plan") as db:
+            for op in plan.ops:
+                if op.kind == "open":
+                    cursor = db.execute(
+                        "INSERT INTO threads (summary, status, thread_type, opened_at_chapter, "
+                        "deadline_chapter, last_activated_chapter) VALUES (?, 'open', ?, ?, ?, ?)",
+                        (
+                            op.summary,
+                            op.thread_type,
+                            chapter_number,
+                            op.deadline_chapter,
+                            chapter_number,
+                        ),
+                    )
+                    created.append(str(cursor.lastrowid))
+                    continue
+                status = db.execute(
+                    "SELECT status FROM threads WHERE id = ?", (self._thread_key(op.id),)
+                ).fetchone()
+                if status is None or not is_unresolved(status[0]):
+                    raise InvalidInputError(
+                        f"thread {op.id!r} is not an unresolved thread in this store; plan "
+                        "against store.known_threads()",
+                        field="plan",
+                    )
+                if op.kind == "progress":
+                    db.execute(
+                        "UPDATE threads SET status = 'progressing', last_activated_chapter = ? "
+                        "WHERE id = ?",
+                        (chapter_number, self._thread_key(op.id)),
+                    )
+                else:
+                    db.execute(
+                        "UPDATE threads SET status = 'resolved', last_activated_chapter = ?, "
+                        "resolved_at_chapter = ?, resolution_note = ? WHERE id = ?",
+                        (
+                            chapter_number,
+                            chapter_number,
+                            op.resolution_note,
+                            self._thread_key(op.id),
+                        ),
+                    )
+        return created
+
+    @staticmethod
+    def _thread_key(thread_id: str | None) -> int:
+        try:
+            return int(str(thread_id))
+        except ValueError:
+            raise InvalidInputError(
+                f"{thread_id!r} is not a thread id of this store", field="plan"
+            ) from None
+
+    # -- the block --------------------------------------------------------------------------
+
+    def memory_block(
+        self,
+        chapter: int,
+        *,
+        total: int = DEFAULT_MEMORY_BUDGET,
+        recent_chapters: int = DEFAULT_RECENT_CHAPTERS,
+        query_embedding: Sequence[float] | None = None,
+        k: int = DEFAULT_K,
+        min_score: float = DEFAULT_MIN_SCORE,
+        relative_floor: float = RELATIVE_FLOOR,
+        entity_limit: int = 500,
+        counter: TokenCounter | None = None,
+        labels: BlockLabels = DEFAULT_BLOCK_LABELS,
+        use_numpy: bool | None = None,
+    ) -> MemoryBlock:
+        """Assemble the memory block for writing ``chapter``, within ``total`` tokens.
+
+        Recent: the ``recent_chapters`` summaries before ``chapter``, newest kept first.
+        Skeleton: the summaries :func:`skeleton_chapters` names. Retrieval: when
+        ``query_embedding`` is given (say, the embedding of the chapter's outline), the older
+        chapters closest to it, excluding those already in the skeleton. Entities: the
+        ``entity_limit`` most important. Headings are reserved out of ``total``, so the rendered
+        text stays within it under the default estimate.
+        """
+        _check_chapter(chapter, "chapter")
+        if isinstance(recent_chapters, bool) or not isinstance(recent_chapters, int):
+            raise InvalidInputError("recent_chapters must be an int", field="recent_chapters")
+        if recent_chapters < 0:
+            raise InvalidInputError("recent_chapters must be >= 0", field="recent_chapters")
+        recent_from = max(1, chapter - recent_chapters)
+        sampled = skeleton_chapters(chapter, recent_from)
+        with self._read("assemble memory block") as db:
+            recent = self._chapter_range(db, recent_from, chapter - 1)
+            skeleton = self._chapters_in(db, sampled)
+            entities = self._entities(db, entity_limit)
+            candidates: list[tuple[int, str, str, str]] = []
+            if query_embedding is not None:
+                candidates = db.execute(
+                    "SELECT number, summary, title, embedding FROM chapters "
+                    "WHERE number < ? AND embedding IS NOT NULL ORDER BY number",
+                    (recent_from,),
+                ).fetchall()
+
+        in_skeleton = set(sampled)
+        scores: dict[int, float] = {}
+        retrieved: list[ChapterSummary] = []
+        if query_embedding is not None:
+            pool = [row for row in candidates if row[0] not in in_skeleton]
+            for hit in search_top_k(
+                query_embedding,
+                pool,
+                lambda row: row[3],
+                k=k,
+                min_score=min_score,
+                relative_floor=relative_floor,
+                use_numpy=use_numpy,
+            ):
+                scores[hit.row[0]] = hit.score
+                retrieved.append(ChapterSummary(*hit.row))
+
+        def chapter_text(item: ChapterSummary) -> str:
+            return labels.chapter_line.format(number=item.number, summary=item.summary) + "\n"
+
+        def entity_text(item: Entity) -> str:
+            return labels.entity_line.format(name=item.name, description=item.description) + "\n"
+
+        reserved = estimate_tokens(
+            "".join(labels.heading(name) + "\n\n" for name in _RENDER_ORDER), counter=counter
+        )
+        if reserved > total:
+            raise InvalidInputError(
+                f"total={total} cannot even hold the section headings ({reserved} tokens)",
+                field="total",
+            )
+        ordered_skeleton = [skeleton[i] for i in _coarse_to_fine(len(skeleton))]
+        result = fit_sections(
+            entity=SectionInput(entities, entity_text),
+            recent=SectionInput(list(reversed(recent)), chapter_text),
+            skeleton=SectionInput(ordered_skeleton, chapter_text),
+            retrieval=SectionInput(retrieved, chapter_text),
+            total=total - reserved,
+            counter=counter,
+        )
+        for name in ("recent", "skeleton"):
+            result = result.with_section(name, _by_chapter(result.section(name)))
+        return MemoryBlock(
+            chapter=chapter,
+            recent_from=recent_from,
+            skeleton_chapters=tuple(sampled),
+            result=result,
+            labels=labels,
+            retrieval_scores=scores,
+            reserved_tokens=reserved,
+        )
+
+    @staticmethod
+    def _chapter_range(db: sqlite3.Connection, first: int, last: int) -> list[ChapterSummary]:
+        return [
+            ChapterSummary(*row)
+            for row in db.execute(
+                "SELECT number, summary, title, embedding FROM chapters "
+                "WHERE number BETWEEN ? AND ? ORDER BY number",
+                (first, last),
+            )
+        ]
+
+
+def _by_chapter(fitted: Fitted[Any]) -> Fitted[Any]:
+    """The same fit with its kept chapters in reading order."""
+    order = sorted(range(len(fitted.kept)), key=lambda i: fitted.kept[i].number)
+    return _reordered(fitted, order)
+
+
+def _reordered(fitted: Fitted[T], order: Sequence[int]) -> Fitted[T]:
+    def pick(values: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(values[i] for i in order)
+
+    return Fitted(
+        kept=pick(fitted.kept),
+        texts=pick(fitted.texts),
+        token_counts=pick(fitted.token_counts),
+        used_tokens=fitted.used_tokens,
+        dropped=fitted.dropped,
+        budget=fitted.budget,
+    )
