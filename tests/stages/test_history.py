@@ -1,0 +1,208 @@
+"""The history stage: the cut against its reference, the index, recall, and long scenarios."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from membrane.compiler import ContextCompiler
+from membrane.messages import group_units, message_text
+from membrane.records import MemoryItem
+from membrane.stages.history import (
+    INDEX_HEADER,
+    HistoryTracker,
+    reference_cut,
+    select_index_lines,
+)
+from membrane.tokenizers import count_tokens
+from tests.strategies import conversations
+
+OVERHEAD = 3
+
+
+def _unit_tokens(history: list[dict[str, Any]]) -> list[int]:
+    return [
+        sum(count_tokens(message_text(m)) + OVERHEAD for m in history[u.start : u.stop])
+        for u in group_units(history)
+    ]
+
+
+@given(history=conversations(max_turns=40), share=st.integers(50, 3000),
+       steps=st.lists(st.integers(1, 6), min_size=1, max_size=20))
+def test_incremental_cut_matches_the_reference(
+    history: list[dict[str, Any]], share: int, steps: list[int]
+) -> None:
+    tracker = HistoryTracker(share, share // 2, count_tokens, OVERHEAD, 40)
+    units = group_units(history)
+    seen = 0
+    for step in steps:  # feed the conversation in uneven growth steps
+        seen = min(seen + step, len(units))
+        upto = units[seen - 1].stop if seen else 0
+        tracker.update(history[:upto], "h")
+    tracker.update(history, "h")
+    cut, events = reference_cut(_unit_tokens(history), share, share // 2)
+    assert tracker.cut == cut
+    assert tracker.events == events
+    assert tracker.kept_tokens <= share or tracker.cut == len(units)
+
+
+def test_reference_cut_drops_in_chunks() -> None:
+    cut, events = reference_cut([10] * 20, share=50, chunk=25)
+    # Past 50 tokens the oldest 30 (>= one chunk) go; the cut then waits for another chunk.
+    assert [(e.seen, e.cut) for e in events] == [(6, 3), (9, 6), (12, 9), (15, 12), (18, 15)]
+    assert cut == 15
+
+
+def test_index_lines_never_change_once_written() -> None:
+    rng = random.Random(7)
+    tracker = HistoryTracker(400, 200, count_tokens, OVERHEAD, 40)
+    history: list[dict[str, Any]] = []
+    written: dict[int, str] = {}
+    for turn in range(60):
+        history.append({"role": "user", "content": f"Turn {turn}: the badge code is Q{rng.randint(1000, 9999)}. "
+                        "Also some chatter about lunch plans and weather."})
+        history.append({"role": "assistant", "content": f"Noted for turn {turn}."})
+        tracker.update(history, "h")
+        for i, line in enumerate(tracker.lines):
+            assert written.setdefault(i, line.text) == line.text
+    assert len(tracker.lines) > 20
+
+
+def test_tool_results_get_index_lines_and_call_stubs_do_not() -> None:
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Look up order 1234 please."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Order 1234 ships from depot ZETA-9 on Friday."},
+        {"role": "assistant", "content": "It ships Friday from ZETA-9."},
+    ] + [{"role": "user" if i % 2 == 0 else "assistant", "content": "filler " * 60} for i in range(10)]
+    tracker = HistoryTracker(200, 100, count_tokens, OVERHEAD, 40)
+    tracker.update(history, "h")
+    texts = [line.text for line in tracker.lines]
+    assert any(t.startswith("- tool result (get_order): ") and "ZETA-9" in t for t in texts)
+    assert not any("get_order({})" in t for t in texts)
+    assert tracker.bounds[1] == (1, 3)  # the call and its result form one unit
+
+
+def test_long_message_keeps_one_keyframe_per_400_tokens() -> None:
+    sentences = [f"Section {i} names the unique marker M{i:03d}X for later." for i in range(120)]
+    long_text = " ".join(sentences)
+    history = [{"role": "user", "content": long_text}, {"role": "assistant", "content": "ok"}] * 1
+    history += [{"role": "user", "content": "more " * 300}, {"role": "assistant", "content": "fine"}]
+    tracker = HistoryTracker(400, 200, count_tokens, OVERHEAD, 40)
+    tracker.update(history, "h")
+    line = next(t.text for t in tracker.lines if t.text.startswith("- user: Section"))
+    expected_frames = -(-count_tokens(long_text) // 400)
+    assert line.count(" … ") == expected_frames - 1
+
+
+def test_select_index_lines_keeps_newest_within_room() -> None:
+    from membrane.stages.history import IndexLine
+
+    lines = [IndexLine(i, f"- user: line {i}", 10) for i in range(10)]
+    assert select_index_lines(lines, room=5 + 3 * 11, header_tokens=5) == 7
+    assert select_index_lines(lines, room=4, header_tokens=5) == 10
+
+
+# ------------------------------------------------------------------ scenarios
+
+_TOPICS = ["river survey", "billing migration", "kiosk rollout", "vendor audit", "lab move",
+           "harbour crane", "data retention", "press launch", "sensor recall", "choir tour"]
+_FILLER = [
+    "We spent a while on staffing and on who covers the late shift.",
+    "The weather delayed two deliveries but nothing critical slipped.",
+    "Someone suggested moving the weekly sync to Thursday mornings.",
+    "There was a long tangent about the coffee machine on floor three.",
+    "Budget questions came up again without a firm answer.",
+]
+
+
+def _code(rng: random.Random) -> str:
+    letters = "ABCDEFGHJKLMNPQRSTUVWXYZ"
+    return f"{rng.choice(letters)}{rng.choice(letters)}{rng.randint(100, 999)}-{rng.randint(10, 99)}"
+
+
+def test_eighty_turn_chat_keeps_facts_asked_up_to_thirty_turns_later() -> None:
+    rng = random.Random(42)
+    compiler = ContextCompiler(4000, model_id="openai/gpt-4o", core_content="You are a project assistant.",
+                               token_scale=1.0)
+    history: list[dict[str, Any]] = []
+    facts: list[tuple[str, str]] = []
+    found = asked = 0
+    for turn in range(80):
+        topic = f"{rng.choice(_TOPICS)} {turn}"
+        code = _code(rng)
+        facts.append((topic, code))
+        if turn >= 5:
+            back = rng.randint(5, min(30, turn))
+            ask_topic, ask_code = facts[turn - back]
+            question = f"Which reference number did I give for the {ask_topic}?"
+        else:
+            question, ask_code = "Let's keep going.", ""
+        result = compiler.compile([MemoryItem(id=f"m{turn}", content=f"User works on the {topic}.")],
+                                  question, conversation_messages=history)
+        md = result.metadata
+        assert md["token_count"] + md["message_framing_tokens"] <= 4000
+        if ask_code:
+            asked += 1
+            found += any(ask_code in message_text(m) for m in result.messages)
+        history.append({"role": "user", "content": f"For the {topic}, the reference number is {code}. "
+                        + " ".join(rng.sample(_FILLER, 3))})
+        history.append({"role": "assistant", "content": f"Got it, {topic} noted. " + rng.choice(_FILLER)})
+    assert md["history_messages_dropped"] > 0 and md["history_index_lines"] > 0
+    assert found == asked
+
+
+def test_memory_flood_keeps_the_needed_memory() -> None:
+    rng = random.Random(5)
+    compiler = ContextCompiler(3000, model_id="openai/gpt-4o", core_content="Support assistant.",
+                               token_scale=1.0)
+    kept = 0
+    for turn in range(30):
+        needed = _code(rng)
+        name = f"Project {rng.choice(['Heron', 'Quartz', 'Maple', 'Orbit', 'Falcon'])}-{turn}"
+        memories = [
+            MemoryItem(id=f"noise{turn}-{i}", content=f"Note {i}: {rng.choice(_FILLER)} {rng.choice(_FILLER)}",
+                       memory_type=rng.choice(["semantic", "episodic"]))
+            for i in range(40)
+        ]
+        position = rng.randrange(40)
+        memories[position] = MemoryItem(id="needed", content=f"The access code for {name} is {needed}.")
+        result = compiler.compile(memories, f"What is the access code for {name}?")
+        md = result.metadata
+        assert md["token_count"] + md["message_framing_tokens"] <= 3000
+        kept += needed in result.messages[-1]["content"] and "needed" in result.ref_map.values()
+    assert kept == 30
+
+
+@given(history=conversations(max_turns=30), seed=st.integers(0, 1000))
+def test_three_thousand_token_budget_never_goes_over(history: list[dict[str, Any]], seed: int) -> None:
+    rng = random.Random(seed)
+    compiler = ContextCompiler(3000, core_content="Assistant. " * 30, token_scale=1.0)
+    memories = [MemoryItem(id=f"m{i}", content=" ".join(rng.sample(_FILLER, 2))) for i in range(15)]
+    result = compiler.compile(memories, "What did we decide about the river survey?",
+                              conversation_messages=history)
+    md = result.metadata
+    assert not md["budget_exceeded"]
+    sent = sum(count_tokens(message_text(m)) + OVERHEAD for m in result.messages)
+    assert sent <= 3000
+
+
+def test_index_block_follows_the_core_and_is_marked_for_caching() -> None:
+    compiler = ContextCompiler(1500, model_id="anthropic/claude-opus-5-5", core_content="Rules here.",
+                               token_scale=1.0)
+    history = []
+    for i in range(40):
+        history += [{"role": "user", "content": f"Message {i} mentions harbour crane H{i:02d}. " * 3},
+                    {"role": "assistant", "content": f"Reply {i}."}]
+    result = compiler.compile([], "Which crane did message 3 mention?", conversation_messages=history)
+    md = result.metadata
+    system = result.messages[0]["content"]
+    assert system[: md["core_chars"]].startswith("Rules here.")
+    assert system[md["core_chars"]:].startswith("\n\n" + INDEX_HEADER)
+    reasons = [b["reason"] for b in md["cache_breakpoints"]]
+    assert reasons == ["core", "index", "history"]
+    assert md["cache_breakpoints"][0]["chars"] == md["core_chars"]
