@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.providers.samples import SAMPLES, FakeResult
 
 from membrane.providers import (
     anthropic_request,
@@ -22,6 +21,7 @@ from membrane.providers import (
     gemini_request,
     openai_request,
 )
+from tests.providers.samples import SAMPLES, FakeResult
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 
