@@ -9,10 +9,34 @@ from hypothesis import strategies as st
 
 from membrane.records import MemoryItem
 
-WORDS = (
-    "alpha beta gamma delta code vault river mountain invoice shipping order refund pytest "
-    "deploy cluster latency budget cache token paris lagos tuesday amber cobalt seven ninety"
-).split()
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "code",
+    "vault",
+    "river",
+    "mountain",
+    "invoice",
+    "shipping",
+    "order",
+    "refund",
+    "pytest",
+    "deploy",
+    "cluster",
+    "latency",
+    "budget",
+    "cache",
+    "token",
+    "paris",
+    "lagos",
+    "tuesday",
+    "amber",
+    "cobalt",
+    "seven",
+    "ninety",
+]
 
 word = st.sampled_from(WORDS)
 sentence = st.lists(word, min_size=1, max_size=14).map(lambda ws: " ".join(ws).capitalize() + ".")
@@ -33,7 +57,9 @@ def memory_items(draw: st.DrawFn, max_size: int = 12) -> list[MemoryItem]:
 @st.composite
 def _turn(draw: st.DrawFn, index: int) -> list[dict[str, Any]]:
     """One exchange: a user message, then a reply, a tool round trip, or parallel tool calls."""
-    shape = draw(st.sampled_from(["plain", "plain", "parts", "long", "tool", "parallel", "anthropic"]))
+    shape = draw(
+        st.sampled_from(["plain", "plain", "parts", "long", "tool", "parallel", "anthropic"])
+    )
     user_content: Any = draw(text)
     if shape == "parts":
         user_content = [{"type": "text", "text": draw(text)}, {"type": "text", "text": draw(text)}]

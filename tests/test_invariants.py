@@ -33,7 +33,10 @@ def _recount(messages: list[dict[str, Any]]) -> int:
     placement=st.sampled_from(["end", "system"]),
 )
 def test_budget_holds_whenever_reserved_content_fits(
-    memories: list[MemoryItem], history: list[dict[str, Any]], question: str, budget: int,
+    memories: list[MemoryItem],
+    history: list[dict[str, Any]],
+    question: str,
+    budget: int,
     placement: str,
 ) -> None:
     compiler = ContextCompiler(budget, core_content=CORE, memory_placement=placement)  # type: ignore[arg-type]
@@ -63,8 +66,12 @@ def test_ref_map_is_exactly_the_tags_sent_in_input_order(
         assert result.ref_map_type[n] == memories[n - 1].memory_type
 
 
-@given(memories=memory_items(), history=conversations(max_turns=15), question=text,
-       budget=st.integers(500, 5000))
+@given(
+    memories=memory_items(),
+    history=conversations(max_turns=15),
+    question=text,
+    budget=st.integers(500, 5000),
+)
 def test_same_inputs_same_bytes(
     memories: list[MemoryItem], history: list[dict[str, Any]], question: str, budget: int
 ) -> None:
@@ -79,10 +86,18 @@ def test_same_inputs_same_bytes(
     assert a.ref_map == b.ref_map
 
 
-@given(memories=memory_items(), history=conversations(max_turns=10), question=text,
-       budget=st.integers(50, 3000), directives=st.lists(text, max_size=2))
+@given(
+    memories=memory_items(),
+    history=conversations(max_turns=10),
+    question=text,
+    budget=st.integers(50, 3000),
+    directives=st.lists(text, max_size=2),
+)
 def test_rules_and_current_turn_are_never_cut(
-    memories: list[MemoryItem], history: list[dict[str, Any]], question: str, budget: int,
+    memories: list[MemoryItem],
+    history: list[dict[str, Any]],
+    question: str,
+    budget: int,
     directives: list[str],
 ) -> None:
     result = ContextCompiler(budget, core_content=CORE).compile(
@@ -106,7 +121,7 @@ def test_tool_calls_and_results_stay_paired(
     sent_history = result.messages[1:-1]
     validate_messages(sent_history)  # raises ToolPairingError on a broken pair
     # What is sent is a suffix of what was given, untouched.
-    assert sent_history == history[len(history) - len(sent_history):]
+    assert sent_history == history[len(history) - len(sent_history) :]
 
 
 def _refuse(*args: object, **kwargs: object) -> None:
@@ -129,7 +144,11 @@ def test_compiles_with_sockets_disabled(
 
 def _grow(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """Prefixes of a conversation at user-turn boundaries."""
-    cuts = [i for i, m in enumerate(history) if m["role"] == "user" and isinstance(m.get("content"), str)]
+    cuts = [
+        i
+        for i, m in enumerate(history)
+        if m["role"] == "user" and isinstance(m.get("content"), str)
+    ]
     return [history[:i] for i in cuts] + [history]
 
 
@@ -157,8 +176,10 @@ def test_two_compilers_sharing_a_store_emit_what_one_would(
     pair = [ContextCompiler(budget, core_content=CORE, state_store=store) for _ in range(2)]
     for turn, prefix in enumerate(_grow(history)):
         question = f"question {turn} about code vault"
-        expected = alone.compile(memories, question, conversation_messages=prefix,
-                                 conversation_id="c1")
-        got = pair[turn % 2].compile(memories, question, conversation_messages=prefix,
-                                     conversation_id="c1")
+        expected = alone.compile(
+            memories, question, conversation_messages=prefix, conversation_id="c1"
+        )
+        got = pair[turn % 2].compile(
+            memories, question, conversation_messages=prefix, conversation_id="c1"
+        )
         assert got.messages == expected.messages

@@ -35,13 +35,12 @@ from membrane.stages.history import (
 from membrane.stages.layout import (
     ContextLayoutEngine,
     MemorySegment,
-    format_directives,
     render_memories,
 )
 from membrane.stages.preflight import SyncCompressor, check_compressed, mem_numbers
 from membrane.state import InMemoryStateStore, StateStore
 from membrane.text.keyframes import keyframe
-from membrane.text.relevance import TermStats, content_words, rank_fusion
+from membrane.text.relevance import CombinedStats, TermStats, content_words, rank_fusion
 from membrane.tokenizers import MemoizedCounter, TiktokenAdapter, TokenCounter
 from membrane.tokenizers._calibration import ScaleCalibration
 
@@ -233,7 +232,9 @@ class ContextCompiler:
         self.metrics_callback = metrics_callback
         self.preflight_analyst_model = preflight_analyst_model or config.preflight_analyst_model()
         self.tokenizer_registry = tokenizer_registry
-        self.state_store: StateStore = state_store if state_store is not None else InMemoryStateStore()
+        self.state_store: StateStore = (
+            state_store if state_store is not None else InMemoryStateStore()
+        )
         self._base_counter = token_counter
         self._counters: dict[int, MemoizedCounter] = {}
         self._trackers: OrderedDict[tuple[str, int, int, str], HistoryTracker] = OrderedDict()
@@ -307,7 +308,7 @@ class ContextCompiler:
         if hasattr(analyst, "compress_retrieved_memory"):
             summary = await analyst.compress_retrieved_memory(raw_middle, target, user_message)
         else:
-            summary = await analyst(raw_middle, target, user_message)  # type: ignore[operator]
+            summary = await analyst(raw_middle, target, user_message)
         done = check_compressed(summary)
         return self._compile(
             memories, user_message, compressor=lambda _raw, _t, _q: done, **_compile_kwargs(kwargs)
@@ -391,8 +392,18 @@ class ContextCompiler:
         offer = _apply_compressor(offer, compressor, user_message, count)
         if placement == "system":
             return self._finish_system(
-                layout, core, offer, history, last_assistant_turn, user_message,
-                dynamic_directives, budget, scale, budget_counted, count, debug,
+                layout,
+                core,
+                offer,
+                history,
+                last_assistant_turn,
+                user_message,
+                dynamic_directives,
+                budget,
+                scale,
+                budget_counted,
+                count,
+                debug,
             )
         last_turn = last_assistant_turn if not history else None
         end_text = layout.build_end(last_turn, user_message, dynamic_directives)
@@ -401,8 +412,17 @@ class ContextCompiler:
         )
         tail, fit_stats = self._fit_tail(offer, plan, end_text, user_message, budget_counted, count)
         return self._finish_end(
-            core, plan, tail, offer, fit_stats, budget, scale, budget_counted, count,
-            use_prompt_caching_split, debug,
+            core,
+            plan,
+            tail,
+            offer,
+            fit_stats,
+            budget,
+            scale,
+            budget_counted,
+            count,
+            use_prompt_caching_split,
+            debug,
         )
 
     # ------------------------------------------------------------------ stages
@@ -618,7 +638,9 @@ class ContextCompiler:
         # joins; shed passages, then the lowest-priority lines, until the exact count fits.
         while before_tail + count(tail.text()) > budget_counted:
             if tail.passages:
-                tail.passages.pop(max(range(len(tail.passages)), key=lambda j: tail.passages[j].tokens))
+                tail.passages.pop(
+                    max(range(len(tail.passages)), key=lambda j: tail.passages[j].tokens)
+                )
                 continue
             if not tail.lines:
                 return
@@ -643,9 +665,7 @@ class ContextCompiler:
         texts = offer.texts()
         stats = _combined_stats(tracker.stats if tracker else None, texts)
         query = set(content_words(user_message))
-        lexical = [
-            sum(stats.idf(w) for w in query.intersection(content_words(t))) for t in texts
-        ]
+        lexical = [sum(stats.idf(w) for w in query.intersection(content_words(t))) for t in texts]
         rankings = [caller_order, sorted(caller_order, key=lambda i: (-lexical[i], i))]
         semantic = self._semantic_order(user_message, texts, stats_extra)
         if semantic is not None:
@@ -743,7 +763,7 @@ class ContextCompiler:
         history_content_tokens = plan.kept_tokens - overhead * len(plan.kept)
         token_count = system_tokens + history_content_tokens + tail_tokens
         framing = overhead * len(messages)
-        ref_map, ref_map_type = _refs_in(tail_text, offer)
+        ref_map, ref_map_type = _refs_in("\n".join(tail.lines), offer)
         choice = fit_stats["choice"]
         full_tokens = fit_stats["full_tokens"]
         kept_lines = len(tail.lines)
@@ -788,7 +808,10 @@ class ContextCompiler:
         self._cache_metadata(md, use_caching, core, plan, count, prefix_tokens, tail_tokens, scale)
         trace = None
         if debug:
-            trace = {"choices": list(choice), "ranks_source": "rank_fusion" if self.rank_fusion else "input"}
+            trace = {
+                "choices": list(choice),
+                "ranks_source": "rank_fusion" if self.rank_fusion else "input",
+            }
         return self._emit(messages, ref_map, ref_map_type, md, trace)
 
     def _cache_metadata(
@@ -814,8 +837,12 @@ class ContextCompiler:
         system_tokens = count(plan.system_text) + overhead
         if plan.index_lines:
             breakpoints.append(
-                {"message_index": 0, "tokens": count(core) + overhead, "reason": "core",
-                 "chars": len(core)}
+                {
+                    "message_index": 0,
+                    "tokens": count(core) + overhead,
+                    "reason": "core",
+                    "chars": len(core),
+                }
             )
             breakpoints.append({"message_index": 0, "tokens": system_tokens, "reason": "index"})
         else:
@@ -863,8 +890,11 @@ class ContextCompiler:
             for i, tier in enumerate(offer.tiers())
         ]
         choice = fit_middle(items, budget_counted - fixed, thin_before_drop=False)
-        order = [i for i in sorted(range(len(lines)), key=lambda i: (items[i].tier, i))
-                 if choice[i] != "drop"]
+        order = [
+            i
+            for i in sorted(range(len(lines)), key=lambda i: (items[i].tier, i))
+            if choice[i] != "drop"
+        ]
         while True:
             middle = "\n".join(lines[i] for i in order)
             text = "\n\n".join(p for p in (core, middle, end_text) if p)
@@ -872,7 +902,7 @@ class ContextCompiler:
             if token_count + overhead <= budget_counted or not order:
                 break
             order.remove(max(order, key=lambda i: (items[i].tier, i)))
-        ref_map, ref_map_type = _refs_in(text, offer)
+        ref_map, ref_map_type = _refs_in(middle, offer)
         md: dict[str, Any] = {
             "model_id": self.model_id,
             "memory_placement": "system",
@@ -954,8 +984,7 @@ class ContextCompiler:
     def _preflight_probe(
         self, memories: Sequence[object], kwargs: Mapping[str, Any]
     ) -> tuple[str, bool]:
-        pairs = _memory_pairs(memories, kwargs.get("tier_by_memory_id"), kwargs.get("profile"),
-                              "")
+        pairs = _memory_pairs(memories, kwargs.get("tier_by_memory_id"), kwargs.get("profile"), "")
         offer = _offer(pairs, _check_extras(kwargs.get("middle_extras")))
         raw = "\n".join(offer.lines())
         count = self._counter(kwargs.get("tokenizer_registry")).count
@@ -1004,7 +1033,7 @@ def compile_anonymous(
 def _check_budget(max_tokens: object) -> None:
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
         raise InvalidInputError(
-            f"max_tokens must be a positive integer (the prompt's token budget), got {max_tokens!r}",
+            f"max_tokens must be a positive integer (the token budget), got {max_tokens!r}",
             field="max_tokens",
         )
 
@@ -1021,24 +1050,28 @@ def _check_fraction(name: str, value: object, *, allow_zero: bool) -> None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     if ok:
         v = float(value)  # type: ignore[arg-type]
-        ok = (0.0 <= v if allow_zero else 0.0 < v) and v <= 1.0
+        ok = (v >= 0.0 if allow_zero else v > 0.0) and v <= 1.0
     if not ok:
         low = "0" if allow_zero else "above 0"
-        raise InvalidInputError(f"{name} must be a number from {low} to 1, got {value!r}",
-                                field=name)
+        raise InvalidInputError(
+            f"{name} must be a number from {low} to 1, got {value!r}", field=name
+        )
 
 
 def _check_non_negative_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}",
-                                field=name)
+        raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}", field=name)
 
 
-def _check_extras(extras: object) -> list[tuple[str, int]]:
+def _check_extras(extras: Sequence[tuple[str, int]] | None) -> list[tuple[str, int]]:
     if extras is None:
         return []
+    if isinstance(extras, (str, bytes)) or not isinstance(extras, Sequence):
+        raise InvalidInputError(
+            "middle_extras must be a list of (text, tier) tuples", field="middle_extras"
+        )
     out = []
-    for i, item in enumerate(extras):  # type: ignore[attr-defined]
+    for i, item in enumerate(extras):
         if (
             not isinstance(item, tuple)
             or len(item) != 2
@@ -1130,22 +1163,8 @@ def _line_priority(ref: int | None, j: int, items: list[MiddleItem]) -> tuple[in
     return (items[ref].tier, items[ref].rank)
 
 
-def _combined_stats(base: TermStats | None, texts: Sequence[str]) -> _CombinedStats:
-    return _CombinedStats(base, TermStats(texts))
-
-
-class _CombinedStats:
-    """Rarity over the conversation and the texts on offer, without copying either."""
-
-    __slots__ = ("_a", "_b", "documents")
-
-    def __init__(self, a: TermStats | None, b: TermStats) -> None:
-        self._a, self._b = a, b
-        self.documents = (a.documents if a else 0) + b.documents
-
-    def idf(self, word: str) -> float:
-        df = (self._a.df(word) if self._a else 0) + self._b.df(word)
-        return math.log((self.documents + 1) / (df + 0.5)) + 0.1
+def _combined_stats(base: TermStats | None, texts: Sequence[str]) -> CombinedStats:
+    return CombinedStats(base, TermStats(texts))
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -1173,4 +1192,3 @@ def _scale_key(model_id: str | None) -> str:
 
 def _conversation_key(conv_key: str) -> str:
     return f"membrane:conversation:{conv_key}"
-

@@ -152,8 +152,9 @@ def validate_messages(messages: object, *, field: str = "conversation_messages")
     return out
 
 
-def group_units(messages: Sequence[Mapping[str, Any]], *, field: str = "conversation_messages"
-                ) -> list[HistoryUnit]:
+def group_units(
+    messages: Sequence[Mapping[str, Any]], *, field: str = "conversation_messages"
+) -> list[HistoryUnit]:
     """Split messages into units; a tool-calling message and its results form one unit."""
     units: list[HistoryUnit] = []
     i, n = 0, len(messages)

@@ -30,8 +30,11 @@ def _unit_tokens(history: list[dict[str, Any]]) -> list[int]:
     ]
 
 
-@given(history=conversations(max_turns=40), share=st.integers(50, 3000),
-       steps=st.lists(st.integers(1, 6), min_size=1, max_size=20))
+@given(
+    history=conversations(max_turns=40),
+    share=st.integers(50, 3000),
+    steps=st.lists(st.integers(1, 6), min_size=1, max_size=20),
+)
 def test_incremental_cut_matches_the_reference(
     history: list[dict[str, Any]], share: int, steps: list[int]
 ) -> None:
@@ -62,8 +65,13 @@ def test_index_lines_never_change_once_written() -> None:
     history: list[dict[str, Any]] = []
     written: dict[int, str] = {}
     for turn in range(60):
-        history.append({"role": "user", "content": f"Turn {turn}: the badge code is Q{rng.randint(1000, 9999)}. "
-                        "Also some chatter about lunch plans and weather."})
+        history.append(
+            {
+                "role": "user",
+                "content": f"Turn {turn}: the badge code is Q{rng.randint(1000, 9999)}. "
+                "Also some chatter about lunch plans and weather.",
+            }
+        )
         history.append({"role": "assistant", "content": f"Noted for turn {turn}."})
         tracker.update(history, "h")
         for i, line in enumerate(tracker.lines):
@@ -74,11 +82,27 @@ def test_index_lines_never_change_once_written() -> None:
 def test_tool_results_get_index_lines_and_call_stubs_do_not() -> None:
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "Look up order 1234 please."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "Order 1234 ships from depot ZETA-9 on Friday."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_order", "arguments": "{}"},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": "Order 1234 ships from depot ZETA-9 on Friday.",
+        },
         {"role": "assistant", "content": "It ships Friday from ZETA-9."},
-    ] + [{"role": "user" if i % 2 == 0 else "assistant", "content": "filler " * 60} for i in range(10)]
+    ] + [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": "filler " * 60}
+        for i in range(10)
+    ]
     tracker = HistoryTracker(200, 100, count_tokens, OVERHEAD, 40)
     tracker.update(history, "h")
     texts = [line.text for line in tracker.lines]
@@ -91,7 +115,10 @@ def test_long_message_keeps_one_keyframe_per_400_tokens() -> None:
     sentences = [f"Section {i} names the unique marker M{i:03d}X for later." for i in range(120)]
     long_text = " ".join(sentences)
     history = [{"role": "user", "content": long_text}, {"role": "assistant", "content": "ok"}] * 1
-    history += [{"role": "user", "content": "more " * 300}, {"role": "assistant", "content": "fine"}]
+    history += [
+        {"role": "user", "content": "more " * 300},
+        {"role": "assistant", "content": "fine"},
+    ]
     tracker = HistoryTracker(400, 200, count_tokens, OVERHEAD, 40)
     tracker.update(history, "h")
     line = next(t.text for t in tracker.lines if t.text.startswith("- user: Section"))
@@ -109,8 +136,18 @@ def test_select_index_lines_keeps_newest_within_room() -> None:
 
 # ------------------------------------------------------------------ scenarios
 
-_TOPICS = ["river survey", "billing migration", "kiosk rollout", "vendor audit", "lab move",
-           "harbour crane", "data retention", "press launch", "sensor recall", "choir tour"]
+_TOPICS = [
+    "river survey",
+    "billing migration",
+    "kiosk rollout",
+    "vendor audit",
+    "lab move",
+    "harbour crane",
+    "data retention",
+    "press launch",
+    "sensor recall",
+    "choir tour",
+]
 _FILLER = [
     "We spent a while on staffing and on who covers the late shift.",
     "The weather delayed two deliveries but nothing critical slipped.",
@@ -122,13 +159,16 @@ _FILLER = [
 
 def _code(rng: random.Random) -> str:
     letters = "ABCDEFGHJKLMNPQRSTUVWXYZ"
-    return f"{rng.choice(letters)}{rng.choice(letters)}{rng.randint(100, 999)}-{rng.randint(10, 99)}"
+    return (
+        f"{rng.choice(letters)}{rng.choice(letters)}{rng.randint(100, 999)}-{rng.randint(10, 99)}"
+    )
 
 
 def test_eighty_turn_chat_keeps_facts_asked_up_to_thirty_turns_later() -> None:
     rng = random.Random(42)
-    compiler = ContextCompiler(4000, model_id="openai/gpt-4o", core_content="You are a project assistant.",
-                               token_scale=1.0)
+    compiler = ContextCompiler(
+        4000, model_id="openai/gpt-4o", core_content="You are a project assistant.", token_scale=1.0
+    )
     history: list[dict[str, Any]] = []
     facts: list[tuple[str, str]] = []
     found = asked = 0
@@ -142,35 +182,51 @@ def test_eighty_turn_chat_keeps_facts_asked_up_to_thirty_turns_later() -> None:
             question = f"Which reference number did I give for the {ask_topic}?"
         else:
             question, ask_code = "Let's keep going.", ""
-        result = compiler.compile([MemoryItem(id=f"m{turn}", content=f"User works on the {topic}.")],
-                                  question, conversation_messages=history)
+        result = compiler.compile(
+            [MemoryItem(id=f"m{turn}", content=f"User works on the {topic}.")],
+            question,
+            conversation_messages=history,
+        )
         md = result.metadata
         assert md["token_count"] + md["message_framing_tokens"] <= 4000
         if ask_code:
             asked += 1
             found += any(ask_code in message_text(m) for m in result.messages)
-        history.append({"role": "user", "content": f"For the {topic}, the reference number is {code}. "
-                        + " ".join(rng.sample(_FILLER, 3))})
-        history.append({"role": "assistant", "content": f"Got it, {topic} noted. " + rng.choice(_FILLER)})
+        history.append(
+            {
+                "role": "user",
+                "content": f"For the {topic}, the reference number is {code}. "
+                + " ".join(rng.sample(_FILLER, 3)),
+            }
+        )
+        history.append(
+            {"role": "assistant", "content": f"Got it, {topic} noted. " + rng.choice(_FILLER)}
+        )
     assert md["history_messages_dropped"] > 0 and md["history_index_lines"] > 0
     assert found == asked
 
 
 def test_memory_flood_keeps_the_needed_memory() -> None:
     rng = random.Random(5)
-    compiler = ContextCompiler(3000, model_id="openai/gpt-4o", core_content="Support assistant.",
-                               token_scale=1.0)
+    compiler = ContextCompiler(
+        3000, model_id="openai/gpt-4o", core_content="Support assistant.", token_scale=1.0
+    )
     kept = 0
     for turn in range(30):
         needed = _code(rng)
         name = f"Project {rng.choice(['Heron', 'Quartz', 'Maple', 'Orbit', 'Falcon'])}-{turn}"
         memories = [
-            MemoryItem(id=f"noise{turn}-{i}", content=f"Note {i}: {rng.choice(_FILLER)} {rng.choice(_FILLER)}",
-                       memory_type=rng.choice(["semantic", "episodic"]))
+            MemoryItem(
+                id=f"noise{turn}-{i}",
+                content=f"Note {i}: {rng.choice(_FILLER)} {rng.choice(_FILLER)}",
+                memory_type=rng.choice(["semantic", "episodic"]),
+            )
             for i in range(40)
         ]
         position = rng.randrange(40)
-        memories[position] = MemoryItem(id="needed", content=f"The access code for {name} is {needed}.")
+        memories[position] = MemoryItem(
+            id="needed", content=f"The access code for {name} is {needed}."
+        )
         result = compiler.compile(memories, f"What is the access code for {name}?")
         md = result.metadata
         assert md["token_count"] + md["message_framing_tokens"] <= 3000
@@ -179,12 +235,15 @@ def test_memory_flood_keeps_the_needed_memory() -> None:
 
 
 @given(history=conversations(max_turns=30), seed=st.integers(0, 1000))
-def test_three_thousand_token_budget_never_goes_over(history: list[dict[str, Any]], seed: int) -> None:
+def test_three_thousand_token_budget_never_goes_over(
+    history: list[dict[str, Any]], seed: int
+) -> None:
     rng = random.Random(seed)
     compiler = ContextCompiler(3000, core_content="Assistant. " * 30, token_scale=1.0)
     memories = [MemoryItem(id=f"m{i}", content=" ".join(rng.sample(_FILLER, 2))) for i in range(15)]
-    result = compiler.compile(memories, "What did we decide about the river survey?",
-                              conversation_messages=history)
+    result = compiler.compile(
+        memories, "What did we decide about the river survey?", conversation_messages=history
+    )
     md = result.metadata
     assert not md["budget_exceeded"]
     sent = sum(count_tokens(message_text(m)) + OVERHEAD for m in result.messages)
@@ -192,17 +251,22 @@ def test_three_thousand_token_budget_never_goes_over(history: list[dict[str, Any
 
 
 def test_index_block_follows_the_core_and_is_marked_for_caching() -> None:
-    compiler = ContextCompiler(1500, model_id="anthropic/claude-opus-5-5", core_content="Rules here.",
-                               token_scale=1.0)
+    compiler = ContextCompiler(
+        1500, model_id="anthropic/claude-opus-5-5", core_content="Rules here.", token_scale=1.0
+    )
     history = []
     for i in range(40):
-        history += [{"role": "user", "content": f"Message {i} mentions harbour crane H{i:02d}. " * 3},
-                    {"role": "assistant", "content": f"Reply {i}."}]
-    result = compiler.compile([], "Which crane did message 3 mention?", conversation_messages=history)
+        history += [
+            {"role": "user", "content": f"Message {i} mentions harbour crane H{i:02d}. " * 3},
+            {"role": "assistant", "content": f"Reply {i}."},
+        ]
+    result = compiler.compile(
+        [], "Which crane did message 3 mention?", conversation_messages=history
+    )
     md = result.metadata
     system = result.messages[0]["content"]
     assert system[: md["core_chars"]].startswith("Rules here.")
-    assert system[md["core_chars"]:].startswith("\n\n" + INDEX_HEADER)
+    assert system[md["core_chars"] :].startswith("\n\n" + INDEX_HEADER)
     reasons = [b["reason"] for b in md["cache_breakpoints"]]
     assert reasons == ["core", "index", "history"]
     assert md["cache_breakpoints"][0]["chars"] == md["core_chars"]

@@ -35,8 +35,8 @@ __all__ = [
     "RecalledPassage",
     "reference_cut",
     "render_index",
-    "select_passages",
     "select_index_lines",
+    "select_passages",
 ]
 
 INDEX_HEADER = (

@@ -5,20 +5,41 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from membrane.text.relevance import TermStats, content_words
+from membrane.text.relevance import Rarity, content_words
 from membrane.text.sentences import split_sentences
 
 __all__ = ["DEPENDENT_OPENERS", "keyframe", "sentence_density"]
 
 # A sentence opening with one of these leans on the sentence before it.
 DEPENDENT_OPENERS = frozenset(
-    "it its this that these those they them their there he she his her hers such so then "
-    "which both each".split()
+    [
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "they",
+        "them",
+        "their",
+        "there",
+        "he",
+        "she",
+        "his",
+        "her",
+        "hers",
+        "such",
+        "so",
+        "then",
+        "which",
+        "both",
+        "each",
+    ]
 )
 _SHORT_SENTENCE_WORDS = 5
 
 
-def sentence_density(sentence: str, stats: TermStats) -> float:
+def sentence_density(sentence: str, stats: Rarity) -> float:
     """Rarity per word: summed IDF of distinct content words over the square root of length."""
     words = content_words(sentence)
     if not words:
@@ -34,9 +55,7 @@ def _depends_on_previous(sentence: str) -> bool:
     return first in DEPENDENT_OPENERS
 
 
-def keyframe(
-    text: str, stats: TermStats, count: Callable[[str], int], max_tokens: int
-) -> str | None:
+def keyframe(text: str, stats: Rarity, count: Callable[[str], int], max_tokens: int) -> str | None:
     """The densest sentence of ``text`` that fits ``max_tokens``, or None if none fits.
 
     A neighbouring sentence joins when one leans on the other (it opens with a pronoun or is

@@ -6,26 +6,180 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
-__all__ = ["STOPWORDS", "TermStats", "content_words", "lexical_scores", "rank_fusion"]
+__all__ = [
+    "STOPWORDS",
+    "CombinedStats",
+    "Rarity",
+    "TermStats",
+    "content_words",
+    "lexical_scores",
+    "rank_fusion",
+]
 
 _WORD = re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?", re.UNICODE)
 
 STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further had
-    has have having he her here hers herself him himself his how i if in into is it its itself just
-    me more most my myself no nor not now of off on once only or other our ours ourselves out over
-    own same she should so some such than that the their theirs them themselves then there these
-    they this those through to too under until up very was we were what when where which while who
-    whom why will with would you your yours yourself yourselves also please tell remind recall
-    know let us said say says okay ok yes thanks thank again still ever""".split()
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "also",
+        "please",
+        "tell",
+        "remind",
+        "recall",
+        "know",
+        "let",
+        "us",
+        "said",
+        "say",
+        "says",
+        "okay",
+        "ok",
+        "yes",
+        "thanks",
+        "thank",
+        "again",
+        "still",
+        "ever",
+    ]
 )
 
 
 def content_words(text: str) -> list[str]:
     """Lower-cased words of ``text`` without stopwords, in order (duplicates kept)."""
     return [w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in STOPWORDS]
+
+
+class Rarity(Protocol):
+    """Anything that weighs a word by how rare it is."""
+
+    def idf(self, word: str) -> float: ...
 
 
 class TermStats:
@@ -57,7 +211,21 @@ class TermStats:
         return math.log((self.documents + 1) / (self._df.get(word, 0) + 0.5)) + 0.1
 
 
-def lexical_scores(query: str, texts: Sequence[str], stats: TermStats) -> list[float]:
+class CombinedStats:
+    """Rarity over two collections at once (e.g. a conversation and the memories on offer)."""
+
+    __slots__ = ("_a", "_b", "documents")
+
+    def __init__(self, a: TermStats | None, b: TermStats) -> None:
+        self._a, self._b = a, b
+        self.documents = (a.documents if a else 0) + b.documents
+
+    def idf(self, word: str) -> float:
+        df = (self._a.df(word) if self._a else 0) + self._b.df(word)
+        return math.log((self.documents + 1) / (df + 0.5)) + 0.1
+
+
+def lexical_scores(query: str, texts: Sequence[str], stats: Rarity) -> list[float]:
     """For each text, the summed rarity of the query's distinct content words it contains."""
     query_words = set(content_words(query))
     if not query_words:
