@@ -1,0 +1,155 @@
+"""Exact and near-duplicate removal over memory texts."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from membrane.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["Duplicate", "deduplicate", "find_duplicates", "normalized_words", "shingle_jaccard"]
+
+M = TypeVar("M")
+
+# Trimmed from both ends of each word, so "answers." and "answers" match. Operators and
+# brackets inside code ("a<b", "x[0]") are left alone: there they carry meaning.
+_EDGE_PUNCTUATION = ".,;:!?\"'`“”‘’«»()[]{}…"
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """Memory ``index`` repeats the earlier memory ``kept_index`` (positions in the input).
+
+    ``similarity`` is 1.0 for an exact copy, else the shingle Jaccard score.
+    """
+
+    index: int
+    kept_index: int
+    similarity: float
+
+
+def normalized_words(text: str) -> tuple[str, ...]:
+    """The words of ``text`` compared for duplicates: NFKC, case-folded, edge punctuation cut.
+
+    >>> normalized_words("The user   prefers CONCISE answers.")
+    ('the', 'user', 'prefers', 'concise', 'answers')
+    """
+    words = []
+    for raw in unicodedata.normalize("NFKC", text).casefold().split():
+        word = raw.strip(_EDGE_PUNCTUATION)
+        words.append(word or raw)
+    return tuple(words)
+
+
+def _shingles(words: tuple[str, ...], size: int) -> frozenset[tuple[str, ...]]:
+    if len(words) <= size:
+        # A text shorter than one shingle is its own single shingle.
+        return frozenset({words}) if words else frozenset()
+    return frozenset(words[i : i + size] for i in range(len(words) - size + 1))
+
+
+def shingle_jaccard(a: str, b: str, shingle_size: int = 3) -> float:
+    """Jaccard similarity of the word ``shingle_size``-grams of two texts (1.0 when both are empty).
+
+    >>> shingle_jaccard("User prefers tea.", "The user prefers tea.", shingle_size=2)
+    0.6666666666666666
+    """
+    _check_size(shingle_size)
+    sa = _shingles(normalized_words(a), shingle_size)
+    sb = _shingles(normalized_words(b), shingle_size)
+    return _jaccard(sa, sb)
+
+
+def _jaccard(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def _check_size(shingle_size: int) -> None:
+    if not isinstance(shingle_size, int) or isinstance(shingle_size, bool) or shingle_size < 1:
+        raise InvalidInputError(
+            f"shingle_size must be a positive integer, got {shingle_size!r}", field="shingle_size"
+        )
+
+
+def _check_threshold(near_threshold: float | None) -> None:
+    if near_threshold is None:
+        return
+    if isinstance(near_threshold, bool) or not 0.0 < near_threshold <= 1.0:
+        raise InvalidInputError(
+            f"near_threshold must be in (0, 1] or None (exact copies only), got {near_threshold!r}",
+            field="near_threshold",
+        )
+
+
+def find_duplicates(
+    memories: Sequence[object], *, near_threshold: float | None = None, shingle_size: int = 3
+) -> list[Duplicate]:
+    """Which memories repeat an earlier one; the first of each group is the one kept.
+
+    Texts are compared by :func:`normalized_words`. With ``near_threshold`` set, a memory whose
+    shingle Jaccard score against an earlier kept memory reaches it also counts as a copy.
+    Memories without a text ``content`` are never duplicates. Each memory is compared with the
+    kept ones only, so a chain of small edits does not remove everything after the first.
+    """
+    _check_threshold(near_threshold)
+    _check_size(shingle_size)
+    exact: dict[tuple[str, ...], int] = {}
+    kept: list[tuple[int, frozenset[tuple[str, ...]]]] = []
+    found: list[Duplicate] = []
+    for index, memory in enumerate(memories):
+        content = getattr(memory, "content", None)
+        if not isinstance(content, str):
+            continue
+        words = normalized_words(content)
+        first = exact.get(words)
+        if first is not None:
+            found.append(Duplicate(index, first, 1.0))
+            continue
+        shingles = _shingles(words, shingle_size)
+        match = _near_match(shingles, kept, near_threshold) if near_threshold else None
+        if match is not None:
+            found.append(Duplicate(index, match[0], match[1]))
+            continue
+        exact[words] = index
+        kept.append((index, shingles))
+    return found
+
+
+def _near_match(
+    shingles: frozenset[tuple[str, ...]],
+    kept: list[tuple[int, frozenset[tuple[str, ...]]]],
+    threshold: float,
+) -> tuple[int, float] | None:
+    size = len(shingles)
+    for kept_index, other in kept:
+        small, large = sorted((size, len(other)))
+        # Jaccard can be at most small/large: skip pairs whose sizes alone rule a match out.
+        if large and small / large < threshold:
+            continue
+        score = _jaccard(shingles, other)
+        if score >= threshold:
+            return kept_index, score
+    return None
+
+
+def deduplicate(
+    memories: Sequence[M], *, near_threshold: float | None = None, shingle_size: int = 3
+) -> list[M]:
+    """``memories`` without the copies :func:`find_duplicates` reports, order kept.
+
+    >>> from membrane.records import MemoryItem
+    >>> rows = [MemoryItem(id="a", content="Likes tea."), MemoryItem(id="b", content="likes TEA")]
+    >>> [m.id for m in deduplicate(rows)]
+    ['a']
+    """
+    dropped = {
+        d.index
+        for d in find_duplicates(memories, near_threshold=near_threshold, shingle_size=shingle_size)
+    }
+    return [m for i, m in enumerate(memories) if i not in dropped]
