@@ -64,16 +64,18 @@ from membrane.stages.firewall import PreFlightContextFirewall
 from membrane.stages.glaciator import GlaciatedPrompt, glaciate
 from membrane.stages.layout import ContextLayoutEngine
 from membrane.stages.preflight import PreFlightAnalyst, as_preflight_analyst
-from membrane.state import InMemoryStateStore, StateStore
+from membrane.state import (
+    InMemoryStateStore,
+    RedisStateStore,
+    StateStore,
+    get_ref_map_for_conversation,
+    set_ref_map_for_conversation,
+)
 from membrane.tokenizers import count_tokens
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "INTERRUPT_INSTRUCTION",
-    "TIER_EPISODIC",
-    "TIER_PROCEDURAL",
-    "TIER_SEMANTIC",
     "CachePricing",
     "CompileMetrics",
     "CompileResult",
@@ -82,6 +84,7 @@ __all__ = [
     "CostQuote",
     "EpisodicMemory",
     "GlaciatedPrompt",
+    "INTERRUPT_INSTRUCTION",
     "InMemoryStateStore",
     "InvalidInputError",
     "KernelMemoryObject",
@@ -92,10 +95,14 @@ __all__ = [
     "PreFlightAnalyst",
     "PreFlightContextFirewall",
     "ProceduralMemory",
+    "RedisStateStore",
     "ReservedContentOverBudget",
     "SemanticMemory",
     "StateStore",
     "StoreUnavailable",
+    "TIER_EPISODIC",
+    "TIER_PROCEDURAL",
+    "TIER_SEMANTIC",
     "TokenizerDataError",
     "ToolPairingError",
     "__version__",
@@ -110,11 +117,13 @@ __all__ = [
     "gemini_request",
     "get_cache_pricing",
     "get_context_cap_for_model",
+    "get_ref_map_for_conversation",
     "get_token_scale",
     "glaciate",
     "has_prompt_caching",
     "load_kernel_memory_json_schema",
     "openai_request",
     "parse_interrupt",
+    "set_ref_map_for_conversation",
     "strip_all_interrupts",
 ]

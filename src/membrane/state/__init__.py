@@ -9,5 +9,16 @@ from __future__ import annotations
 
 from membrane.state.memory import InMemoryStateStore
 from membrane.state.protocol import StateStore
+from membrane.state.redis import (
+    RedisStateStore,
+    get_ref_map_for_conversation,
+    set_ref_map_for_conversation,
+)
 
-__all__ = ["InMemoryStateStore", "StateStore"]
+__all__ = [
+    "InMemoryStateStore",
+    "RedisStateStore",
+    "StateStore",
+    "get_ref_map_for_conversation",
+    "set_ref_map_for_conversation",
+]
