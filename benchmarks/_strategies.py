@@ -1,0 +1,587 @@
+"""The strategies under test, each behind one small adapter.
+
+Every adapter gets the same inputs per turn (system prompt, retrieved memories in retriever
+order, the history so far as OpenAI-shape messages, the user turn) and the same budget, and
+returns the OpenAI-shape messages it would send. Peers are the real packages, run with their
+documented defaults; where a default would make a careful user's request invalid, the knob a
+careful user sets is set and named in ``description``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks._providers import openai_to_anthropic
+from benchmarks._scenarios import Memory, Scenario, Turn
+from benchmarks._tokens import count_message, count_text, encode_text
+
+__all__ = [
+    "ALL_STRATEGIES",
+    "ANTHROPIC_MODEL",
+    "OPENAI_MODEL",
+    "Built",
+    "Strategy",
+    "StrategyUnavailable",
+    "make_strategy",
+    "memory_block",
+]
+
+OPENAI_MODEL = "openai/gpt-4o"
+ANTHROPIC_MODEL = "anthropic/claude-sonnet-4.5"
+PRIOMPT_DIR = Path(__file__).resolve().parent / "priompt_node"
+
+
+class StrategyUnavailable(RuntimeError):
+    """The strategy cannot run here (a package or ``node`` is missing); the row is skipped."""
+
+
+@dataclass(slots=True)
+class Built:
+    """What a strategy sends for one turn."""
+
+    messages: list[dict[str, Any]]
+    compile_ns: int
+    anthropic: dict[str, Any] | None = None
+    error: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def memory_block(memories: tuple[Memory, ...] | list[Memory]) -> str:
+    """How peers show retrieved memories: a list appended to the system prompt (RAG style)."""
+    if not memories:
+        return ""
+    return "\n\nRelevant memories:\n" + "\n".join(f"- {m.content}" for m in memories)
+
+
+class Strategy:
+    """Base adapter; ``start`` is called once per scenario run, ``build`` once per turn."""
+
+    name = ""
+    label = ""
+    description = ""
+    # None of the peers emits cache_control, so their Anthropic requests carry no markers.
+    # Adding the usual two by hand would not help them: with memories in the system message the
+    # marked prefixes change every turn, so they would pay 1.25x writes that are never read.
+    anthropic_markers = False
+
+    def start(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+
+    def build(self, history: list[dict[str, Any]], turn: Turn) -> Built:
+        raise NotImplementedError
+
+    def anthropic_request(self, built: Built) -> dict[str, Any]:
+        if built.anthropic is not None:
+            return built.anthropic
+        return openai_to_anthropic(
+            built.messages, mark_system=self.anthropic_markers, mark_history=self.anthropic_markers
+        )
+
+    def close(self) -> None:
+        """Release processes or connections."""
+
+
+class Naive(Strategy):
+    """Everything that fits: all memories in the system message, then history newest first."""
+
+    name = "naive"
+    label = "Naive loop"
+    description = (
+        "System prompt with the retrieved memories appended (all of them, or the best-ranked that "
+        "fit), then as many of the newest history messages as fit, one message at a time, then "
+        "the user turn. No tool-pair awareness."
+    )
+    anthropic_markers = False
+
+    def build(self, history: list[dict[str, Any]], turn: Turn) -> Built:
+        t0 = time.perf_counter_ns()
+        budget = self.scenario.budget
+        user = {"role": "user", "content": turn.user_message}
+        reserved = count_message(user)
+        kept_memories: list[Memory] = list(turn.memories)
+        everything = self.scenario.system_prompt + memory_block(kept_memories)
+        if count_message({"role": "system", "content": everything}) + reserved > budget:
+            kept_memories = self._memories_that_fit(turn.memories, reserved)
+        system = {
+            "role": "system",
+            "content": self.scenario.system_prompt + memory_block(kept_memories),
+        }
+        room = budget - count_message(system) - count_message(user)
+        kept: list[dict[str, Any]] = []
+        for m in reversed(history):
+            cost = count_message(m)
+            if cost > room:
+                break
+            kept.append(m)
+            room -= cost
+        kept.reverse()
+        messages = [system, *kept, user]
+        return Built(messages, time.perf_counter_ns() - t0)
+
+    def _memories_that_fit(self, memories: tuple[Memory, ...], reserved: int) -> list[Memory]:
+        kept_memories: list[Memory] = []
+        for m in memories:
+            text = self.scenario.system_prompt + memory_block([*kept_memories, m])
+            if count_message({"role": "system", "content": text}) + reserved > self.scenario.budget:
+                break
+            kept_memories.append(m)
+        return kept_memories
+
+
+class LangChainTrim(Strategy):
+    """``langchain_core.messages.trim_messages`` with the careful-user settings."""
+
+    name = "langchain"
+    label = "LangChain trim_messages"
+    description = (
+        'trim_messages(strategy="last", include_system=True, start_on="human", '
+        "allow_partial=False), token_counter = offline cl100k plus 3 tokens per message; "
+        'memories appended to the system message. start_on="human" is the documented knob '
+        "that keeps a cut from starting on a tool result."
+    )
+
+    def __init__(self) -> None:
+        try:
+            from langchain_core.messages import (
+                AIMessage,
+                HumanMessage,
+                SystemMessage,
+                ToolMessage,
+                trim_messages,
+            )
+            from langchain_core.messages.utils import convert_to_openai_messages
+        except ImportError as exc:
+            raise StrategyUnavailable(f"langchain-core is not installed ({exc})") from exc
+        self._ai, self._human, self._system, self._tool = (
+            AIMessage,
+            HumanMessage,
+            SystemMessage,
+            ToolMessage,
+        )
+        self._trim = trim_messages
+        self._to_openai = convert_to_openai_messages
+
+    def start(self, scenario: Scenario) -> None:
+        super().start(scenario)
+        self._lc_history: list[Any] = []
+        self._counts: dict[int, int] = {}
+
+    def _convert(self, m: dict[str, Any]) -> Any:
+        role = m["role"]
+        if role == "user":
+            return self._human(content=m["content"])
+        if role == "tool":
+            return self._tool(content=m["content"], tool_call_id=m["tool_call_id"])
+        if role == "assistant":
+            calls = [
+                {
+                    "name": c["function"]["name"],
+                    "args": json.loads(c["function"]["arguments"]),
+                    "id": c["id"],
+                    "type": "tool_call",
+                }
+                for c in m.get("tool_calls") or ()
+            ]
+            return self._ai(content=m.get("content") or "", tool_calls=calls)
+        return self._system(content=m["content"])
+
+    def _count(self, messages: list[Any]) -> int:
+        total = 0
+        for msg in messages:
+            n = self._counts.get(id(msg))
+            if n is None:
+                n = 3 + count_text(
+                    msg.content if isinstance(msg.content, str) else str(msg.content)
+                )
+                for call in getattr(msg, "tool_calls", None) or ():
+                    n += count_text(call["name"]) + count_text(json.dumps(call["args"]))
+                self._counts[id(msg)] = n
+            total += n
+        return total
+
+    def build(self, history: list[dict[str, Any]], turn: Turn) -> Built:
+        t0 = time.perf_counter_ns()
+        # LangChain users keep their message objects across turns; convert only what is new.
+        for m in history[len(self._lc_history) :]:
+            self._lc_history.append(self._convert(m))
+        system = self._system(content=self.scenario.system_prompt + memory_block(turn.memories))
+        user = self._human(content=turn.user_message)
+        trimmed = self._trim(
+            [system, *self._lc_history, user],
+            max_tokens=self.scenario.budget,
+            token_counter=self._count,
+            strategy="last",
+            include_system=True,
+            start_on="human",
+            allow_partial=False,
+        )
+        elapsed = time.perf_counter_ns() - t0
+        self._counts.pop(id(system), None)
+        self._counts.pop(id(user), None)
+        messages = _normalise(self._to_openai(trimmed))
+        return Built(messages, elapsed)
+
+
+def _normalise(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI-shape messages with only the fields every strategy emits."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        clean: dict[str, Any] = {"role": m["role"], "content": m.get("content")}
+        if isinstance(clean["content"], list):
+            clean["content"] = "".join(
+                p.get("text", "") for p in clean["content"] if isinstance(p, dict)
+            )
+        if m.get("tool_calls"):
+            clean["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {
+                        "name": c["function"]["name"],
+                        "arguments": c["function"]["arguments"],
+                    },
+                }
+                for c in m["tool_calls"]
+            ]
+        if m.get("tool_call_id"):
+            clean["tool_call_id"] = m["tool_call_id"]
+        out.append(clean)
+    return out
+
+
+def _llama_tokenizer() -> Callable[[str], list[int]]:
+    def tokenize(text: str) -> list[int]:
+        return list(encode_text(text))
+
+    return tokenize
+
+
+def _import_llama() -> Any:
+    try:
+        from llama_index.core import Settings
+        from llama_index.core.llms import ChatMessage
+        from llama_index.core.memory import ChatMemoryBuffer, Memory
+    except ImportError as exc:
+        raise StrategyUnavailable(f"llama-index-core is not installed ({exc})") from exc
+    # LlamaIndex's global tokenizer would fetch tiktoken files on first use; hand it ours.
+    Settings.tokenizer = _llama_tokenizer()
+    return ChatMessage, ChatMemoryBuffer, Memory
+
+
+def _to_llama(chat_message: Any, m: dict[str, Any]) -> Any:
+    kwargs: dict[str, Any] = {}
+    if m.get("tool_calls"):
+        kwargs["tool_calls"] = m["tool_calls"]
+    if m.get("tool_call_id"):
+        kwargs["tool_call_id"] = m["tool_call_id"]
+    return chat_message(role=m["role"], content=m.get("content") or "", additional_kwargs=kwargs)
+
+
+def _from_llama(msg: Any) -> dict[str, Any]:
+    role = msg.role.value if hasattr(msg.role, "value") else str(msg.role)
+    out: dict[str, Any] = {"role": role, "content": msg.content or ""}
+    extra = msg.additional_kwargs or {}
+    if extra.get("tool_calls"):
+        out["tool_calls"] = extra["tool_calls"]
+    if extra.get("tool_call_id"):
+        out["tool_call_id"] = extra["tool_call_id"]
+    return out
+
+
+class LlamaChatMemoryBuffer(Strategy):
+    """``ChatMemoryBuffer`` as LlamaIndex's context chat engine drives it."""
+
+    name = "llamaindex_buffer"
+    label = "LlamaIndex ChatMemoryBuffer"
+    description = (
+        "ChatMemoryBuffer.from_defaults(token_limit=budget, tokenizer_fn=offline cl100k); the "
+        "user turn is put first, then get(initial_token_count=tokens of the system prompt with "
+        "memories), as ContextChatEngine does. The buffer counts content only, no framing."
+    )
+
+    def __init__(self) -> None:
+        self._chat_message, self._buffer_cls, _ = _import_llama()
+
+    def start(self, scenario: Scenario) -> None:
+        super().start(scenario)
+        self._buffer = self._buffer_cls.from_defaults(
+            token_limit=scenario.budget, tokenizer_fn=_llama_tokenizer()
+        )
+        self._seen = 0
+
+    def build(self, history: list[dict[str, Any]], turn: Turn) -> Built:
+        t0 = time.perf_counter_ns()
+        for m in history[self._seen :]:
+            self._buffer.put(_to_llama(self._chat_message, m))
+        self._seen = len(history) + 1
+        system_text = self.scenario.system_prompt + memory_block(turn.memories)
+        self._buffer.put(self._chat_message(role="user", content=turn.user_message))
+        error = None
+        try:
+            kept = self._buffer.get(initial_token_count=count_text(system_text))
+        except ValueError as exc:
+            error = f"ChatMemoryBuffer.get raised: {exc}"
+            kept = self._buffer.get_all()[-1:]
+        elapsed = time.perf_counter_ns() - t0
+        messages = [{"role": "system", "content": system_text}, *map(_from_llama, kept)]
+        return Built(messages, elapsed, error=error)
+
+
+class LlamaMemory(Strategy):
+    """LlamaIndex's newer ``Memory`` (FIFO queue, no memory blocks), defaults but the limit."""
+
+    name = "llamaindex_memory"
+    label = "LlamaIndex Memory"
+    description = (
+        "Memory.from_defaults(token_limit=budget, tokenizer_fn=offline cl100k), other settings "
+        "at their defaults (chat_history_token_ratio=0.7, token_flush_size=3000, no memory "
+        "blocks); put() each message, get() the history, system prompt with memories in front."
+    )
+
+    def __init__(self) -> None:
+        self._chat_message, _, self._memory_cls = _import_llama()
+
+    def start(self, scenario: Scenario) -> None:
+        super().start(scenario)
+        self._memory = self._memory_cls.from_defaults(
+            session_id=f"bench-{uuid.uuid4().hex}",
+            token_limit=scenario.budget,
+            tokenizer_fn=_llama_tokenizer(),
+        )
+        self._seen = 0
+
+    def build(self, history: list[dict[str, Any]], turn: Turn) -> Built:
+        t0 = time.perf_counter_ns()
+        new = [_to_llama(self._chat_message, m) for m in history[self._seen :]]
+        new.append(self._chat_message(role="user", content=turn.user_message))
+        self._memory.put_messages(new)
+        self._seen = len(history) + 1
+        kept = self._memory.get()
+        elapsed = time.perf_counter_ns() - t0
+        system_text = self.scenario.system_prompt + memory_block(turn.memories)
+        messages = [{"role": "system", "content": system_text}, *map(_from_llama, kept)]
+        return Built(messages, elapsed)
+
+    def close(self) -> None:
+        self._memory = None
+
+
+class PriomptNode(Strategy):
+    """The real Priompt 0.2.1 renderer through a long-lived Node process."""
+
+    name = "priompt"
+    label = "Priompt (Node, @impowering/priompt 0.2.1)"
+    description = (
+        "render() with tokenLimit=budget and Priompt's own cl100k tokenizer; one scope per "
+        "conversation turn (newer turns ranked higher), each memory its own scope ranked above "
+        "all history in retriever order, system prompt and user turn always kept."
+    )
+
+    def __init__(self) -> None:
+        ensure_priompt()
+        self._proc: subprocess.Popen[str] | None = None
+
+    def _process(self) -> subprocess.Popen[str]:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen(
+                ["node", str(PRIOMPT_DIR / "driver.js")],
+                cwd=PRIOMPT_DIR,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+            )
+            atexit.register(self.close)
+        return self._proc
+
+    def build(self, history: list[dict[str, Any]], turn: Turn) -> Built:
+        turns: list[list[dict[str, Any]]] = []
+        for m in history:
+            if m["role"] == "user" or not turns:
+                turns.append([])
+            turns[-1].append(m)
+        request = {
+            "budget": self.scenario.budget,
+            "system": self.scenario.system_prompt
+            + ("\n\nRelevant memories:" if turn.memories else ""),
+            "memories": [f"- {m.content}" for m in turn.memories],
+            "turns": turns,
+            "user": turn.user_message,
+        }
+        proc = self._process()
+        assert proc.stdin is not None and proc.stdout is not None
+        t0 = time.perf_counter_ns()
+        proc.stdin.write(json.dumps(request) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        elapsed = time.perf_counter_ns() - t0
+        if not line:
+            raise RuntimeError("the Priompt driver exited; run it by hand to see its error")
+        reply = json.loads(line)
+        if "error" in reply:
+            return Built(
+                [{"role": "user", "content": turn.user_message}],
+                elapsed,
+                error=reply["error"].splitlines()[0],
+            )
+        messages = _normalise(reply["messages"])
+        return Built(messages, elapsed, info={"priompt_tokens": reply["tokenCount"]})
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+        self._proc = None
+
+
+def ensure_priompt() -> None:
+    """Install the pinned Priompt in ``benchmarks/priompt_node`` if needed, or say why not."""
+    if shutil.which("node") is None:
+        raise StrategyUnavailable("`node` is not on PATH; install Node.js 18+ to run Priompt")
+    if (PRIOMPT_DIR / "node_modules" / "@impowering" / "priompt").is_dir():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise StrategyUnavailable("`npm` is not on PATH; it is needed once to install Priompt")
+    command = [
+        npm,
+        "ci" if (PRIOMPT_DIR / "package-lock.json").exists() else "install",
+        "--no-audit",
+        "--no-fund",
+    ]
+    done = subprocess.run(command, cwd=PRIOMPT_DIR, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise StrategyUnavailable(
+            f"`{' '.join(command[:2])}` failed in {PRIOMPT_DIR}: {done.stderr.strip()[-300:]}"
+        )
+
+
+class MembraneStrategy(Strategy):
+    """Membrane's ``ContextCompiler``, one compiler per conversation, reused across turns."""
+
+    def __init__(self, name: str, label: str, description: str, **options: Any) -> None:
+        try:
+            from membrane import ContextCompiler, MemoryItem
+        except ImportError as exc:
+            raise StrategyUnavailable(f"membrane cannot be imported ({exc})") from exc
+        try:
+            from membrane import anthropic_request
+        except ImportError:
+            anthropic_request = None
+        self.name, self.label, self.description = name, label, description
+        self._compiler_cls = ContextCompiler
+        self._memory_cls = MemoryItem
+        self._anthropic_request = anthropic_request
+        self._options = options
+
+    def start(self, scenario: Scenario) -> None:
+        super().start(scenario)
+        common = dict(
+            max_tokens=scenario.budget,
+            core_content=scenario.system_prompt,
+            token_scale=1.0,
+            **self._options,
+        )
+        self._compiler = self._compiler_cls(model_id=OPENAI_MODEL, **common)
+        self._anthropic = None
+        if (
+            self._anthropic_request is not None
+            and self._options.get("memory_placement", "end") == "end"
+        ):
+            self._anthropic = self._compiler_cls(model_id=ANTHROPIC_MODEL, **common)
+
+    def build(self, history: list[dict[str, Any]], turn: Turn) -> Built:
+        memories = [
+            self._memory_cls(
+                id=m.id, content=m.content, memory_type=m.memory_type, priority=m.priority
+            )
+            for m in turn.memories
+        ]
+        t0 = time.perf_counter_ns()
+        result = self._compiler.compile(
+            memories=memories, conversation_messages=history, user_message=turn.user_message
+        )
+        elapsed = time.perf_counter_ns() - t0
+        anthropic = None
+        if self._anthropic is not None and self._anthropic_request is not None:
+            twin = self._anthropic.compile(
+                memories=memories,
+                conversation_messages=history,
+                user_message=turn.user_message,
+            )
+            anthropic = self._anthropic_request(twin)
+        md = result.metadata
+        info = {
+            k: md.get(k)
+            for k in (
+                "history_messages_dropped",
+                "history_messages_recalled",
+                "history_index_lines",
+                "segments_thinned",
+                "budget_exceeded",
+            )
+        }
+        return Built(list(result.messages), elapsed, anthropic=anthropic, info=info)
+
+
+def _membrane_defaults() -> Strategy:
+    return MembraneStrategy(
+        "membrane",
+        "Membrane, defaults",
+        "ContextCompiler(token_scale=1.0) with every other option at its default "
+        '(memory_placement="end", recall_evicted_history=True).',
+    )
+
+
+def _membrane_cheap() -> Strategy:
+    return MembraneStrategy(
+        "membrane_cheap",
+        "Membrane, recall_evicted_history=False",
+        "Defaults with recall_evicted_history=False (the index alone carries old history).",
+        recall_evicted_history=False,
+    )
+
+
+def _membrane_system() -> Strategy:
+    return MembraneStrategy(
+        "membrane_system",
+        'Membrane, memory_placement="system"',
+        'Defaults with memory_placement="system" (core, memories, the last turn and the user '
+        "turn in one system message).",
+        memory_placement="system",
+    )
+
+
+ALL_STRATEGIES: dict[str, Callable[[], Strategy]] = {
+    "naive": Naive,
+    "langchain": LangChainTrim,
+    "llamaindex_buffer": LlamaChatMemoryBuffer,
+    "llamaindex_memory": LlamaMemory,
+    "priompt": PriomptNode,
+    "membrane": _membrane_defaults,
+    "membrane_cheap": _membrane_cheap,
+    "membrane_system": _membrane_system,
+}
+
+
+def make_strategy(name: str) -> Strategy:
+    """Instantiate a strategy by name; raises StrategyUnavailable when it cannot run here."""
+    if name not in ALL_STRATEGIES:
+        known = ", ".join(ALL_STRATEGIES)
+        raise ValueError(f"unknown strategy {name!r}; choose from {known}")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return ALL_STRATEGIES[name]()
