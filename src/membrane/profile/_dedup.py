@@ -15,9 +15,9 @@ __all__ = ["Duplicate", "deduplicate", "find_duplicates", "normalized_words", "s
 
 M = TypeVar("M")
 
-# Trimmed from both ends of each word, so "answers." and "answers" match. Operators and
-# brackets inside code ("a<b", "x[0]") are left alone: there they carry meaning.
-_EDGE_PUNCTUATION = ".,;:!?\"'`“”‘’«»()[]{}…"
+# Trimmed from both ends of each word, so "answers." and "answers" match. Brackets and
+# operators are left alone: in code ("x[0]", "f()", "a<b") they carry meaning.
+_EDGE_PUNCTUATION = ".,;:!?\"'`“”‘’«»…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,13 +77,13 @@ def _check_size(shingle_size: int) -> None:
         )
 
 
-def _check_threshold(near_threshold: float | None) -> None:
+def _check_threshold(near_threshold: float | None, field: str = "near_threshold") -> None:
     if near_threshold is None:
         return
     if isinstance(near_threshold, bool) or not 0.0 < near_threshold <= 1.0:
         raise InvalidInputError(
-            f"near_threshold must be in (0, 1] or None (exact copies only), got {near_threshold!r}",
-            field="near_threshold",
+            f"{field} must be in (0, 1] or None (exact copies only), got {near_threshold!r}",
+            field=field,
         )
 
 

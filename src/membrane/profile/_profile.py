@@ -67,7 +67,7 @@ class MembraneProfile:
                 "near_duplicate_threshold is set but dedup is off; pass dedup=True as well",
                 field="near_duplicate_threshold",
             )
-        _check_threshold(self.near_duplicate_threshold)
+        _check_threshold(self.near_duplicate_threshold, "near_duplicate_threshold")
         _check_size(self.shingle_size)
         kinds = tuple(self.kinds_first)
         unknown = [k for k in kinds if k not in MEMORY_KINDS]
