@@ -2,45 +2,49 @@
 
 :meth:`ContextCompiler.compile` runs the stages in flow order — normalise, count, plan history,
 lay out, fit, split for caching — and returns a :class:`CompileResult` that carries the
-messages, the citation map and the numbers that explain every trim.
+messages, the citation map and the numbers that explain every trim. The algorithms live in
+``membrane.stages``; this module only wires them together and keeps the per-conversation
+trackers and the state store.
 """
 
 from __future__ import annotations
 
-import math
+import inspect
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from membrane import config
-from membrane.capabilities import (
-    get_cache_pricing,
-    get_context_cap_for_model,
-    get_token_scale,
-    has_prompt_caching,
-)
+from membrane.capabilities import get_context_cap_for_model, get_token_scale
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, validate_messages
 from membrane.records import MEMORY_KINDS, memory_tier
-from membrane.stages.firewall import MiddleItem, fit_middle
+from membrane.stages.firewall import (
+    MiddleItem,
+    Offer,
+    Tail,
+    fit_middle,
+    fit_offer,
+    rank_offer,
+    shed_to_fit,
+    thin_lines,
+)
+from membrane.stages.glaciator import cache_metadata
 from membrane.stages.history import (
+    INDEX_HEADER,
     RECALL_HEADER,
     HistoryTracker,
-    RecalledPassage,
     render_index,
     select_index_lines,
     select_passages,
 )
-from membrane.stages.layout import (
-    ContextLayoutEngine,
-    MemorySegment,
-    render_memories,
-)
+from membrane.stages.layout import ContextLayoutEngine, render_memories
 from membrane.stages.preflight import SyncCompressor, check_compressed, mem_numbers
 from membrane.state import InMemoryStateStore, StateStore
 from membrane.text.keyframes import keyframe
-from membrane.text.relevance import CombinedStats, TermStats, content_words, rank_fusion
+from membrane.text.relevance import CombinedStats, TermStats
+from membrane.text.semantic import Embedder, SemanticRanker
 from membrane.tokenizers import MemoizedCounter, TiktokenAdapter, TokenCounter
 from membrane.tokenizers._calibration import ScaleCalibration
 
@@ -58,11 +62,11 @@ __all__ = [
     "compile_anonymous",
 ]
 
-Embedder = Callable[[list[str]], Sequence[Sequence[float]]]
 Placement = Literal["end", "system"]
-_DEFAULT_MIN_CACHEABLE = 1024
+Count = Callable[[str], int]
 _MAX_TRACKERS = 512
 _DEFAULT_CONVERSATION = "_default"
+_DEFAULT_COUNTER = TiktokenAdapter("cl100k_base")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,53 +112,46 @@ class CompileResult:
         }
 
 
-@dataclass
-class _Offer:
-    """Everything trimmable in the middle: memories first, then extras, in input order."""
+@dataclass(frozen=True, slots=True)
+class CostQuote:
+    """An input-cost quote for a compiled prompt."""
 
-    segments: list[MemorySegment]
-    extras: list[tuple[str, int]]
-    memories_truncated: int
-    # Segments whose [Mem:N] may appear in the output (after compression, the originals).
-    citable: list[MemorySegment] = field(default_factory=list)
-
-    def texts(self) -> list[str]:
-        return [s.content for s in self.segments] + [t for t, _ in self.extras]
-
-    def lines(self) -> list[str]:
-        return [s.line for s in self.segments] + [t for t, _ in self.extras]
-
-    def tiers(self) -> list[int]:
-        return [s.tier for s in self.segments] + [tier for _, tier in self.extras]
+    total_tokens: int
+    estimated_cost_usd: float
+    price_per_1k_input_tokens: float
+    trimming_strategies: tuple[str, ...]
+    compile_result: CompileResult
 
 
 @dataclass
-class _Tail:
-    """The final user message under construction."""
+class _Turn:
+    """One compile's normalised inputs."""
 
-    lines: list[str]
-    line_refs: list[int | None]
-    passages: list[RecalledPassage]
-    end_text: str
-    thinned: int = 0
-
-    def text(self) -> str:
-        parts = []
-        if self.lines:
-            parts.append("\n".join(self.lines))
-        if self.passages:
-            parts.append(RECALL_HEADER + "\n" + "\n".join(p.text for p in self.passages))
-        parts.append(self.end_text)
-        return "\n\n".join(parts)
+    user_message: str
+    history: list[Message]
+    offer: Offer
+    layout: ContextLayoutEngine
+    core: str
+    last_assistant_turn: str | None
+    directives: str | Sequence[str] | None
+    count: Count
+    budget: int
+    scale: float
+    budget_counted: int
+    conversation: str
+    use_caching: bool
+    debug: bool
 
 
 @dataclass
 class _HistoryPlan:
+    """What the history stage decided: the kept suffix, the system text and the index."""
+
     kept: list[Message]
     kept_tokens: int
-    dropped_messages: int
-    dropped_tokens: int
     system_text: str
+    dropped_messages: int = 0
+    dropped_tokens: int = 0
     index_lines: int = 0
     index_tokens: int = 0
     tracker: HistoryTracker | None = None
@@ -164,8 +161,8 @@ class _HistoryPlan:
 class ContextCompiler:
     """Compiles prompts under a hard token budget, keeping a cache-stable prefix.
 
-    >>> compiler = ContextCompiler(max_tokens=2048, core_content="Be brief.")
     >>> from membrane.records import MemoryItem
+    >>> compiler = ContextCompiler(max_tokens=2048, core_content="Be brief.")
     >>> result = compiler.compile(
     ...     memories=[MemoryItem(id="pref-1", content="User likes short answers.")],
     ...     user_message="Hello")
@@ -200,19 +197,13 @@ class ContextCompiler:
         state_store: StateStore | None = None,
         token_counter: TokenCounter | None = None,
     ) -> None:
-        _check_budget(max_tokens)
+        _check_positive_int("max_tokens", max_tokens)
         _check_placement(memory_placement)
         _check_fraction("history_share", history_share, allow_zero=False)
         _check_fraction("index_share", index_share, allow_zero=True)
         _check_non_negative_int("message_overhead_tokens", message_overhead_tokens)
-        _check_non_negative_int("keyframe_tokens", keyframe_tokens)
-        if token_scale is not None and not (
-            isinstance(token_scale, (int, float)) and math.isfinite(token_scale) and token_scale > 0
-        ):
-            raise InvalidInputError(
-                f"token_scale must be a positive number or None, got {token_scale!r}",
-                field="token_scale",
-            )
+        _check_positive_int("keyframe_tokens", keyframe_tokens)
+        _check_scale(token_scale)
         self.max_tokens = max_tokens
         self.model_id = model_id
         self.core_content = core_content
@@ -238,7 +229,7 @@ class ContextCompiler:
         self._base_counter = token_counter
         self._counters: dict[int, MemoizedCounter] = {}
         self._trackers: OrderedDict[tuple[str, int, int, str], HistoryTracker] = OrderedDict()
-        self._embedding_cache: dict[str, tuple[float, ...]] = {}
+        self._semantic = SemanticRanker(embedder) if embedder is not None else None
 
     # ------------------------------------------------------------------ public API
 
@@ -265,9 +256,15 @@ class ContextCompiler:
         ``memories`` are :class:`~membrane.records.MemoryItem` rows or any objects with ``id``
         and ``memory_kind``; ``[Mem:N]`` numbers follow their order. With end placement,
         ``conversation_messages`` are sent as given (OpenAI or Anthropic shape, tool calls
-        included), trimmed from the oldest end in chunks when they outgrow their share.
+        included), cut from the oldest end in chunks when they outgrow their share.
+        ``conversation_id`` selects the conversation's state (the cut, the index room); without
+        it the compiler keeps one conversation of its own.
         """
-        return self._compile(
+        if compress_sync is not None and not callable(compress_sync):
+            raise TypeError(
+                "compress_sync must be a function (raw_middle, target_tokens, question)"
+            )
+        turn = self._normalise(
             memories,
             user_message,
             conversation_messages=conversation_messages,
@@ -277,12 +274,17 @@ class ContextCompiler:
             middle_extras=middle_extras,
             tier_by_memory_id=tier_by_memory_id,
             use_prompt_caching_split=use_prompt_caching_split,
-            compressor=_sync_compressor(compress_sync),
             profile=profile,
             tokenizer_registry=tokenizer_registry,
             conversation_id=conversation_id,
             debug=debug,
         )
+        turn.offer = _compress(turn, compress_sync)
+        if self.memory_placement == "system":
+            return self._emit(*self._compile_system(turn))
+        plan = self._plan_history(turn)
+        tail, choice = self._fit_tail(turn, plan)
+        return self._emit(*self._render_end(turn, plan, tail, choice))
 
     async def compile_async(
         self,
@@ -296,31 +298,33 @@ class ContextCompiler:
         """Like :meth:`compile`, with an async pre-flight compressor.
 
         The compressor runs only when the memories on offer exceed
-        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens.
+        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them.
         """
         analyst = compress_async if compress_async is not None else compress_fn
         if analyst is None:
             return self.compile(memories, user_message, **kwargs)
-        raw_middle, compressed_needed = self._preflight_probe(memories, kwargs)
-        if not compressed_needed:
+        count = self._counter(kwargs.get("tokenizer_registry")).count
+        pairs = _memory_pairs(memories, kwargs.get("tier_by_memory_id"), kwargs.get("profile"), "")
+        raw = "\n".join(_offer(pairs, _check_extras(kwargs.get("middle_extras"))).lines())
+        if count(raw) <= config.preflight_token_threshold():
             return self.compile(memories, user_message, **kwargs)
         target = config.preflight_target_tokens()
         if hasattr(analyst, "compress_retrieved_memory"):
-            summary = await analyst.compress_retrieved_memory(raw_middle, target, user_message)
+            summary = await analyst.compress_retrieved_memory(raw, target, user_message)
         else:
-            summary = await analyst(raw_middle, target, user_message)
+            summary = await analyst(raw, target, user_message)
         done = check_compressed(summary)
-        return self._compile(
-            memories, user_message, compressor=lambda _raw, _t, _q: done, **_compile_kwargs(kwargs)
-        )
+        kwargs.pop("compress_sync", None)
+        return self.compile(memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs)
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
 
-        The ratio to Membrane's own count is smoothed per model; later compiles divide the
-        budget by the resulting scale. A fixed ``token_scale`` ignores observations.
+        The ratio to Membrane's own count is smoothed per model and shared through the state
+        store; later compiles divide the budget by the scale. A fixed ``token_scale`` ignores
+        observations.
         """
-        if not isinstance(actual_prompt_tokens, int) or isinstance(actual_prompt_tokens, bool):
+        if isinstance(actual_prompt_tokens, bool) or not isinstance(actual_prompt_tokens, int):
             raise TypeError("actual_prompt_tokens must be an int (the provider's prompt tokens)")
         if self.fixed_token_scale is not None:
             return self.fixed_token_scale
@@ -352,173 +356,115 @@ class ContextCompiler:
             return self.fixed_token_scale
         return self._calibration(model_id if model_id is not None else self.model_id).scale
 
-    # ------------------------------------------------------------------ pipeline
+    # ------------------------------------------------------------------ stages
 
-    def _compile(
+    def _normalise(
         self,
         memories: Sequence[object],
         user_message: str,
         *,
-        conversation_messages: Sequence[Message] | None = None,
-        last_assistant_turn: str | None = None,
-        agent_persona_prompt: str | None = None,
-        dynamic_directives: str | Sequence[str] | None = None,
-        middle_extras: Sequence[tuple[str, int]] | None = None,
-        tier_by_memory_id: Mapping[int, int] | None = None,
-        use_prompt_caching_split: bool = True,
-        compressor: SyncCompressor | None = None,
-        profile: MembraneProfile | None = None,
-        tokenizer_registry: TokenizerRegistry | None = None,
-        conversation_id: str | None = None,
-        debug: bool = False,
-    ) -> CompileResult:
+        conversation_messages: Sequence[Message] | None,
+        last_assistant_turn: str | None,
+        agent_persona_prompt: str | None,
+        dynamic_directives: str | Sequence[str] | None,
+        middle_extras: Sequence[tuple[str, int]] | None,
+        tier_by_memory_id: Mapping[int, int] | None,
+        use_prompt_caching_split: bool,
+        profile: MembraneProfile | None,
+        tokenizer_registry: TokenizerRegistry | None,
+        conversation_id: str | None,
+        debug: bool,
+    ) -> _Turn:
         if not isinstance(user_message, str):
             raise InvalidInputError("user_message must be a string", field="user_message")
-        conv_key = conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION
-        count = self._counter(tokenizer_registry).count
-        budget, scale, budget_counted = self._budget()
+        history = validate_messages(conversation_messages, field="conversation_messages")
         pairs = _memory_pairs(memories, tier_by_memory_id, profile, user_message)
-        extras = _check_extras(middle_extras)
-        offer = _offer(pairs, extras)
+        offer = _offer(pairs, _check_extras(middle_extras))
         layout = ContextLayoutEngine(
             self.core_content,
             agent_persona_prompt=agent_persona_prompt,
             include_interrupt_instruction=self.include_interrupt_instruction,
         )
-        core = layout.build_core()
-        placement = self.memory_placement
-        field_name = "conversation_messages"
-        history = validate_messages(conversation_messages, field=field_name)
-        offer = _apply_compressor(offer, compressor, user_message, count)
-        if placement == "system":
-            return self._finish_system(
-                layout,
-                core,
-                offer,
-                history,
-                last_assistant_turn,
-                user_message,
-                dynamic_directives,
-                budget,
-                scale,
-                budget_counted,
-                count,
-                debug,
-            )
-        last_turn = last_assistant_turn if not history else None
-        end_text = layout.build_end(last_turn, user_message, dynamic_directives)
-        plan = self._plan_history(
-            history, core, end_text, offer, user_message, budget_counted, count, conv_key
-        )
-        tail, fit_stats = self._fit_tail(offer, plan, end_text, user_message, budget_counted, count)
-        return self._finish_end(
-            core,
-            plan,
-            tail,
-            offer,
-            fit_stats,
-            budget,
-            scale,
-            budget_counted,
-            count,
-            use_prompt_caching_split,
-            debug,
-        )
-
-    # ------------------------------------------------------------------ stages
-
-    def _budget(self) -> tuple[int, float, int]:
         cap = get_context_cap_for_model(self.model_id) if self.model_id else None
         budget = min(self.max_tokens, cap) if cap else self.max_tokens
         scale = self.token_scale_for(self.model_id)
-        return budget, scale, int(budget / scale)
+        if self._semantic is not None:
+            self._semantic.reset()
+        return _Turn(
+            user_message=user_message,
+            history=history,
+            offer=offer,
+            layout=layout,
+            core=layout.build_core(),
+            last_assistant_turn=last_assistant_turn,
+            directives=dynamic_directives,
+            count=self._counter(tokenizer_registry).count,
+            budget=budget,
+            scale=scale,
+            budget_counted=int(budget / scale),
+            conversation=conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION,
+            use_caching=use_prompt_caching_split,
+            debug=debug,
+        )
 
-    def _plan_history(
-        self,
-        history: list[Message],
-        core: str,
-        end_text: str,
-        offer: _Offer,
-        user_message: str,
-        budget_counted: int,
-        count: Callable[[str], int],
-        conv_key: str,
-    ) -> _HistoryPlan:
-        overhead = self.message_overhead_tokens
-        core_tokens = count(core)
-        after_core = max(budget_counted - core_tokens - overhead, 0)
+    def _end_text(self, turn: _Turn) -> str:
+        last = turn.last_assistant_turn if not turn.history else None
+        return turn.layout.build_end(last, turn.user_message, turn.directives)
+
+    def _plan_history(self, turn: _Turn) -> _HistoryPlan:
+        count, overhead = turn.count, self.message_overhead_tokens
+        history = turn.history
         if not history:
-            return _HistoryPlan([], 0, 0, 0, core)
+            return _HistoryPlan([], 0, turn.core)
         if not self.trim_history:
             kept_tokens = sum(count(message_text(m)) + overhead for m in history)
-            return _HistoryPlan(list(history), kept_tokens, 0, 0, core)
+            return _HistoryPlan(list(history), kept_tokens, turn.core)
+        after_core = max(turn.budget_counted - count(turn.core) - overhead, 0)
         share = max(int(self.history_share * after_core), 1)
-        chunk = max(share // 2, 1)
-        tracker = self._tracker(conv_key, share, chunk, history, count)
-        index_text, index_lines, index_tokens = "", 0, 0
+        tracker = self._tracker(turn.conversation, share, max(share // 2, 1), history, count)
+        plan = _HistoryPlan([], tracker.kept_tokens, turn.core, tracker=tracker)
         if self.eviction_index and tracker.lines:
-            room = self._index_room(conv_key, tracker, after_core, end_text, offer, count)
-            header_tokens = count(render_index(tracker.lines[:0]) or "x") + 20
-            first = select_index_lines(tracker.lines, room, header_tokens)
-            kept_lines = tracker.lines[first:]
-            index_text = render_index(kept_lines)
-            index_lines = len(kept_lines)
-        system_text = f"{core}\n\n{index_text}" if index_text else core
-        if index_text:
-            index_tokens = count(system_text) - core_tokens
-        cut = tracker.cut
-        start = tracker.bounds[cut][0] if cut < len(tracker.bounds) else len(history)
-        kept_tokens = tracker.kept_tokens
-        dropped_tokens = sum(tracker.unit_tokens[:cut])
-        plan = _HistoryPlan(
-            kept=history[start:],
-            kept_tokens=kept_tokens,
-            dropped_messages=start,
-            dropped_tokens=dropped_tokens,
-            system_text=system_text,
-            index_lines=index_lines,
-            index_tokens=index_tokens,
-            tracker=tracker,
-        )
+            room = self._index_room(turn, tracker, after_core)
+            first = select_index_lines(tracker.lines, room, count(INDEX_HEADER) + 2)
+            index = render_index(tracker.lines[first:])
+            if index:
+                plan.system_text = f"{turn.core}\n\n{index}"
+                plan.index_lines = len(tracker.lines) - first
+                plan.index_tokens = count(plan.system_text) - count(turn.core)
         # A current turn too large for what history leaves pushes more history out, for this
-        # turn only: the stored cut stays, so the next normal turn hits the cache again.
-        system_tokens = count(system_text) + overhead
-        reserved = system_tokens + kept_tokens + count(end_text) + overhead
-        unit = cut
-        while reserved > budget_counted and unit < len(tracker.bounds):
+        # turn only: the tracked cut stays, so the next ordinary turn hits the cache again.
+        unit = tracker.cut
+        reserved = (
+            count(plan.system_text)
+            + overhead
+            + plan.kept_tokens
+            + count(self._end_text(turn))
+            + overhead
+        )
+        while reserved > turn.budget_counted and unit < len(tracker.bounds):
             reserved -= tracker.unit_tokens[unit]
             plan.kept_tokens -= tracker.unit_tokens[unit]
-            plan.dropped_tokens += tracker.unit_tokens[unit]
             unit += 1
-        if unit != cut:
-            start = tracker.bounds[unit][0] if unit < len(tracker.bounds) else len(history)
-            plan.kept = history[start:]
-            plan.dropped_messages = start
-            plan.extra["history_turn_local_drop"] = unit - cut
+        if unit != tracker.cut:
+            plan.extra["history_turn_local_drop"] = unit - tracker.cut
+        start = tracker.bounds[unit][0] if unit < len(tracker.bounds) else len(history)
+        plan.kept = history[start:]
+        plan.dropped_messages = start
+        plan.dropped_tokens = sum(tracker.unit_tokens[:unit])
         return plan
 
     def _tracker(
-        self,
-        conv_key: str,
-        share: int,
-        chunk: int,
-        history: list[Message],
-        count: Callable[[str], int],
+        self, conversation: str, share: int, chunk: int, history: list[Message], count: Count
     ) -> HistoryTracker:
-        counter_name = self._counter(None).name
-        key = (conv_key, share, chunk, counter_name)
+        key = (conversation, share, chunk, self._counter(None).name)
         tracker = self._trackers.get(key)
         if tracker is None or not tracker.matches(history):
             tracker = HistoryTracker(
-                share=share,
-                chunk=chunk,
-                count=count,
-                overhead=self.message_overhead_tokens,
-                keyframe_tokens=self.keyframe_tokens,
+                share, chunk, count, self.message_overhead_tokens, self.keyframe_tokens
             )
-            # A conversation keeps one tracker: drop those for other shares of the same key.
-            for other in [k for k in self._trackers if k[0] == conv_key]:
-                del self._trackers[other]
+            # One tracker per conversation: a new share or a rewritten history replaces it.
+            for stale in [k for k in self._trackers if k[0] == conversation]:
+                del self._trackers[stale]
             self._trackers[key] = tracker
             while len(self._trackers) > _MAX_TRACKERS:
                 self._trackers.popitem(last=False)
@@ -527,414 +473,214 @@ class ContextCompiler:
         tracker.update(history, "conversation_messages")
         return tracker
 
-    def _index_room(
-        self,
-        conv_key: str,
-        tracker: HistoryTracker,
-        after_core: int,
-        end_text: str,
-        offer: _Offer,
-        count: Callable[[str], int],
-    ) -> int:
-        """The index block's room: decided at the first compile that sees a cut, then kept."""
-        state_key = _conversation_key(conv_key)
-        stored = self.state_store.get(state_key) or {}
+    def _index_room(self, turn: _Turn, tracker: HistoryTracker, after_core: int) -> int:
+        """The index block's room: decided by the first compile that sees a cut, then kept.
+
+        It is what history, the current turn and one keyframe per memory on offer leave of
+        the budget, between half of ``index_share`` and all of it.
+        """
+        key = _conversation_key(turn.conversation)
+        stored = self.state_store.get(key) or {}
         events = len(tracker.events)
         if stored.get("share") == tracker.share and stored.get("events") == events:
             return int(stored["room"])
-        share_room = int(self.index_share * after_core)
-        stats = _combined_stats(tracker.stats, offer.texts())
+        count = turn.count
+        stats = CombinedStats(tracker.stats, TermStats(turn.offer.texts()))
         keyframe_cost = 0
-        for text in offer.texts():
+        for text in turn.offer.texts():
             frame = keyframe(text, stats, count, self.keyframe_tokens)
-            keyframe_cost += (count(frame) if frame else count(text)) + 4
-        leftover = after_core - tracker.kept_tokens - count(end_text) - keyframe_cost
+            keyframe_cost += count(frame if frame is not None else text) + 4
+        share_room = int(self.index_share * after_core)
+        leftover = after_core - tracker.kept_tokens - count(self._end_text(turn)) - keyframe_cost
         room = max(min(leftover, share_room), share_room // 2)
-        if int(stored.get("events", -1)) <= events or stored.get("share") != tracker.share:
-            self.state_store.put(
-                state_key, {"share": tracker.share, "events": events, "room": room}
-            )
+        if stored.get("share") != tracker.share or int(stored.get("events", -1)) < events:
+            self.state_store.put(key, {"share": tracker.share, "events": events, "room": room})
         return room
 
-    def _fit_tail(
-        self,
-        offer: _Offer,
-        plan: _HistoryPlan,
-        end_text: str,
-        user_message: str,
-        budget_counted: int,
-        count: Callable[[str], int],
-    ) -> tuple[_Tail, dict[str, Any]]:
-        overhead = self.message_overhead_tokens
-        fixed = (
-            count(plan.system_text) + overhead + plan.kept_tokens + count(end_text) + overhead + 2
-        )
-        room = budget_counted - fixed
-        stats_extra: dict[str, Any] = {}
+    def _fit_tail(self, turn: _Turn, plan: _HistoryPlan) -> tuple[Tail, list[str]]:
+        count, overhead = turn.count, self.message_overhead_tokens
+        end_text = self._end_text(turn)
+        before_tail = count(plan.system_text) + overhead + plan.kept_tokens + overhead
+        room = turn.budget_counted - before_tail - count(end_text) - 2
         tracker = plan.tracker
-        recall_possible = (
+        recall = (
             self.recall_evicted_history
             and tracker is not None
             and bool(tracker.passages)
             and plan.dropped_messages > 0
         )
-        recall_header_tokens = count(RECALL_HEADER) + 2 if recall_possible else 0
-        lines = offer.lines()
-        full_tokens = [count(line) for line in lines]
-        ranks = self._ranks(offer, user_message, tracker, stats_extra)
-        thin_lines: list[str | None] = [None] * len(lines)
-        if sum(full_tokens) + len(lines) > room - recall_header_tokens:
-            thin_lines = self._thin_lines(offer, tracker, count)
-        items = [
-            MiddleItem(
-                tier=tier,
-                rank=ranks[i],
-                full_tokens=full_tokens[i],
-                thin_tokens=count(thin_lines[i]) if thin_lines[i] is not None else None,  # type: ignore[arg-type]
-            )
-            for i, tier in enumerate(offer.tiers())
-        ]
-        choice = fit_middle(
-            items,
-            room - recall_header_tokens,
+        recall_header = count(RECALL_HEADER) + 2 if recall else 0
+        texts = turn.offer.texts()
+        stats = CombinedStats(tracker.stats if tracker else None, TermStats(texts))
+        semantic = None
+        if self._semantic is not None and self.rank_fusion and len(texts) > 1:
+            semantic = self._semantic.order(turn.user_message, texts)
+        ranks = rank_offer(
+            texts, turn.user_message, stats, fuse=self.rank_fusion, semantic_order=semantic
+        )
+        tail, choice = fit_offer(
+            turn.offer,
+            room - recall_header,
+            end_text,
+            ranks=ranks,
+            count=count,
+            thinned=lambda: thin_lines(turn.offer, stats, count, self.keyframe_tokens),
             thin_before_drop=self.thin_before_drop,
         )
-        order = sorted(range(len(lines)), key=lambda i: (items[i].tier, i))
-        tail = _Tail([], [], [], end_text)
-        used = 0
-        for i in order:
-            if choice[i] == "drop":
-                continue
-            line = lines[i] if choice[i] == "full" else thin_lines[i]
-            assert line is not None
-            tail.lines.append(line)
-            tail.line_refs.append(i if i < len(offer.segments) else None)
-            tail.thinned += choice[i] == "thin"
-            used += (full_tokens[i] if choice[i] == "full" else items[i].thin_tokens or 0) + 1
-        if recall_possible and tracker is not None:
-            left = room - used - recall_header_tokens
+        if recall and tracker is not None:
+            used = sum(count(line) + 1 for line in tail.lines)
             tail.passages = select_passages(
                 tracker,
-                user_message,
-                left,
+                turn.user_message,
+                room - recall_header - used,
                 limit=tracker.chunk,
                 count=count,
-                extra_ranking=self._semantic_passage_ranking(tracker, user_message, stats_extra),
+                extra_ranking=self._passage_order(tracker, turn.user_message),
             )
-        self._enforce_exact(tail, budget_counted, fixed - count(end_text) - 2, count, items)
-        stats_extra["choice"] = choice
-        stats_extra["full_tokens"] = full_tokens
-        return tail, stats_extra
+        priority = [(tier, ranks[i]) for i, tier in enumerate(turn.offer.tiers())]
+        shed_to_fit(tail, turn.budget_counted - before_tail, count, priority)
+        return tail, list(choice)
 
-    def _enforce_exact(
-        self,
-        tail: _Tail,
-        budget_counted: int,
-        before_tail: int,
-        count: Callable[[str], int],
-        items: list[MiddleItem],
-    ) -> None:
-        # Summed line counts can differ from the joined text's count by a few tokens at the
-        # joins; shed passages, then the lowest-priority lines, until the exact count fits.
-        while before_tail + count(tail.text()) > budget_counted:
-            if tail.passages:
-                tail.passages.pop(
-                    max(range(len(tail.passages)), key=lambda j: tail.passages[j].tokens)
-                )
-                continue
-            if not tail.lines:
-                return
-            worst = max(
-                range(len(tail.lines)),
-                key=lambda j: _line_priority(tail.line_refs[j], j, items),
-            )
-            tail.lines.pop(worst)
-            tail.line_refs.pop(worst)
-
-    def _ranks(
-        self,
-        offer: _Offer,
-        user_message: str,
-        tracker: HistoryTracker | None,
-        stats_extra: dict[str, Any],
-    ) -> list[int]:
-        n = len(offer.segments) + len(offer.extras)
-        caller_order = list(range(n))
-        if not self.rank_fusion or n < 2:
-            return caller_order
-        texts = offer.texts()
-        stats = _combined_stats(tracker.stats if tracker else None, texts)
-        query = set(content_words(user_message))
-        lexical = [sum(stats.idf(w) for w in query.intersection(content_words(t))) for t in texts]
-        rankings = [caller_order, sorted(caller_order, key=lambda i: (-lexical[i], i))]
-        semantic = self._semantic_order(user_message, texts, stats_extra)
-        if semantic is not None:
-            rankings.append(semantic)
-        fused = rank_fusion(rankings)
-        ranks = [0] * n
-        for position, i in enumerate(fused):
-            ranks[i] = position
-        return ranks
-
-    def _thin_lines(
-        self, offer: _Offer, tracker: HistoryTracker | None, count: Callable[[str], int]
-    ) -> list[str | None]:
-        texts = offer.texts()
-        stats = _combined_stats(tracker.stats if tracker else None, texts)
-        out: list[str | None] = []
-        for i, line in enumerate(offer.lines()):
-            text = texts[i]
-            frame = keyframe(text, stats, count, self.keyframe_tokens)
-            if frame is None or frame.strip() == " ".join(text.split()):
-                out.append(None)
-                continue
-            if i < len(offer.segments):
-                out.append(f"{line.split(' | text=', 1)[0]} | text={frame}…")
-            else:
-                out.append(f"{frame}…")
-        return out
-
-    def _semantic_order(
-        self, query: str, texts: list[str], stats_extra: dict[str, Any]
-    ) -> list[int] | None:
-        vectors = self._embed([query, *texts], stats_extra)
-        if vectors is None:
-            return None
-        q, rest = vectors[0], vectors[1:]
-        sims = [_cosine(q, v) for v in rest]
-        return sorted(range(len(texts)), key=lambda i: (-sims[i], i))
-
-    def _semantic_passage_ranking(
-        self, tracker: HistoryTracker, query: str, stats_extra: dict[str, Any]
-    ) -> list[int] | None:
-        if self.embedder is None:
+    def _passage_order(self, tracker: HistoryTracker, query: str) -> list[int] | None:
+        if self._semantic is None:
             return None
         candidates = sorted(tracker.score_passages(query))
-        if not candidates:
-            return None
-        vectors = self._embed([query, *(tracker.passages[p].text for p in candidates)], stats_extra)
-        if vectors is None:
-            return None
-        sims = {p: _cosine(vectors[0], v) for p, v in zip(candidates, vectors[1:], strict=True)}
-        return sorted(candidates, key=lambda p: -sims[p])
-
-    def _embed(
-        self, texts: list[str], stats_extra: dict[str, Any]
-    ) -> list[tuple[float, ...]] | None:
-        if self.embedder is None or stats_extra.get("semantic_failed"):
-            return None
-        missing = [t for t in dict.fromkeys(texts) if t not in self._embedding_cache]
-        if missing:
-            try:
-                vectors = self.embedder(missing)
-                if len(vectors) != len(missing):
-                    raise ValueError("embedder returned a different number of vectors")
-                for text, vec in zip(missing, vectors, strict=True):
-                    self._embedding_cache[text] = tuple(float(x) for x in vec)
-            except Exception as exc:  # the caller's model: any failure falls back to words
-                stats_extra["semantic_failed"] = f"{type(exc).__name__}: {exc}"
-                return None
-        stats_extra["semantic_ranking"] = True
-        return [self._embedding_cache[t] for t in texts]
+        order = self._semantic.order(query, [tracker.passages[p].text for p in candidates])
+        return None if order is None else [candidates[i] for i in order]
 
     # ------------------------------------------------------------------ results
 
-    def _finish_end(
-        self,
-        core: str,
-        plan: _HistoryPlan,
-        tail: _Tail,
-        offer: _Offer,
-        fit_stats: dict[str, Any],
-        budget: int,
-        scale: float,
-        budget_counted: int,
-        count: Callable[[str], int],
-        use_caching: bool,
-        debug: bool,
-    ) -> CompileResult:
-        overhead = self.message_overhead_tokens
+    def _render_end(
+        self, turn: _Turn, plan: _HistoryPlan, tail: Tail, choice: list[str]
+    ) -> tuple[list[Message], Offer, str, dict[str, Any], dict[str, Any] | None]:
+        count, overhead = turn.count, self.message_overhead_tokens
         tail_text = tail.text()
+        messages: list[Message] = [
+            {"role": "system", "content": plan.system_text},
+            *plan.kept,
+            {"role": "user", "content": tail_text},
+        ]
         system_tokens = count(plan.system_text)
         tail_tokens = count(tail_text)
-        messages: list[Message] = [{"role": "system", "content": plan.system_text}]
-        messages.extend(plan.kept)
-        messages.append({"role": "user", "content": tail_text})
-        history_content_tokens = plan.kept_tokens - overhead * len(plan.kept)
-        token_count = system_tokens + history_content_tokens + tail_tokens
+        token_count = system_tokens + plan.kept_tokens - overhead * len(plan.kept) + tail_tokens
         framing = overhead * len(messages)
-        ref_map, ref_map_type = _refs_in("\n".join(tail.lines), offer)
-        choice = fit_stats["choice"]
-        full_tokens = fit_stats["full_tokens"]
-        kept_lines = len(tail.lines)
-        offered_tokens = sum(full_tokens)
-        sent_tokens = sum(count(line) for line in tail.lines)
+        offered = turn.offer.lines()
+        trimmed = sum(count(line) for line in offered) - sum(count(line) for line in tail.lines)
         md: dict[str, Any] = {
             "model_id": self.model_id,
             "memory_placement": "end",
             "token_count": token_count,
-            "tokens_budget": budget,
+            "tokens_budget": turn.budget,
             "message_framing_tokens": framing,
-            "tokens_trimmed": max(offered_tokens - sent_tokens, 0) + plan.dropped_tokens,
-            "segments_offered": len(full_tokens),
-            "segments_kept": kept_lines,
+            "tokens_trimmed": max(trimmed, 0) + plan.dropped_tokens,
+            "segments_offered": len(offered),
+            "segments_kept": len(tail.lines),
             "segments_thinned": tail.thinned,
-            "memories_truncated": offer.memories_truncated,
+            "memories_truncated": turn.offer.memories_truncated,
             "stable_prefix_messages": 1 + len(plan.kept),
             "history_messages_dropped": plan.dropped_messages,
             "history_messages_recalled": len(tail.passages),
             "history_index_lines": plan.index_lines,
             "history_index_tokens": plan.index_tokens,
-            "token_scale": scale,
-            "token_scale_samples": self._calibration_samples(),
-            "budget_exceeded": token_count + framing > budget_counted,
             "retrieval_summary": {
-                "offered": len(full_tokens),
-                "kept_full": kept_lines - tail.thinned,
+                "offered": len(offered),
+                "kept_full": len(tail.lines) - tail.thinned,
                 "thinned": tail.thinned,
-                "dropped": len(full_tokens) - kept_lines,
+                "dropped": len(offered) - len(tail.lines),
             },
+            **plan.extra,
         }
-        if scale != 1.0:
-            md["tokens_budget_counted"] = budget_counted
         if plan.index_lines:
-            md["core_chars"] = len(core)
-        md.update(plan.extra)
-        if fit_stats.get("semantic_ranking") and not fit_stats.get("semantic_failed"):
-            md["semantic_ranking"] = True
-        if fit_stats.get("semantic_failed"):
-            md["semantic_ranking_error"] = fit_stats["semantic_failed"]
+            md["core_chars"] = len(turn.core)
+        self._common_metadata(md, turn, token_count + framing)
         prefix_tokens = system_tokens + overhead + plan.kept_tokens
-        self._cache_metadata(md, use_caching, core, plan, count, prefix_tokens, tail_tokens, scale)
-        trace = None
-        if debug:
-            trace = {
-                "choices": list(choice),
-                "ranks_source": "rank_fusion" if self.rank_fusion else "input",
-            }
-        return self._emit(messages, ref_map, ref_map_type, md, trace)
-
-    def _cache_metadata(
-        self,
-        md: dict[str, Any],
-        use_caching: bool,
-        core: str,
-        plan: _HistoryPlan,
-        count: Callable[[str], int],
-        prefix_tokens: int,
-        tail_tokens: int,
-        scale: float,
-    ) -> None:
-        overhead = self.message_overhead_tokens
-        pricing = get_cache_pricing(self.model_id) if self.model_id else None
-        caching = use_caching and bool(self.model_id) and has_prompt_caching(self.model_id)
-        md["cache_mode"] = pricing.mode if (pricing and caching) else None
-        if not use_caching:
-            md["cache_breakpoints"] = []
-            md["prompt_cache_used"] = False
-            return
-        breakpoints: list[dict[str, Any]] = []
-        system_tokens = count(plan.system_text) + overhead
-        if plan.index_lines:
-            breakpoints.append(
-                {
-                    "message_index": 0,
-                    "tokens": count(core) + overhead,
-                    "reason": "core",
-                    "chars": len(core),
-                }
+        md.update(
+            cache_metadata(
+                self.model_id,
+                enabled=turn.use_caching,
+                core_tokens=count(turn.core) + overhead,
+                core_chars=len(turn.core) if plan.index_lines else None,
+                system_tokens=system_tokens + overhead,
+                history_messages=len(plan.kept),
+                prefix_tokens=prefix_tokens,
+                tail_tokens=tail_tokens + overhead,
+                token_scale=turn.scale,
             )
-            breakpoints.append({"message_index": 0, "tokens": system_tokens, "reason": "index"})
-        else:
-            breakpoints.append({"message_index": 0, "tokens": system_tokens, "reason": "core"})
-        if plan.kept:
-            breakpoints.append(
-                {"message_index": len(plan.kept), "tokens": prefix_tokens, "reason": "history"}
-            )
-        md["cache_breakpoints"] = breakpoints
-        min_tokens = pricing.min_tokens if pricing else _DEFAULT_MIN_CACHEABLE
-        used = caching and prefix_tokens * scale >= min_tokens
-        md["prompt_cache_used"] = used
-        if used:
-            md["cacheable_prefix_tokens"] = prefix_tokens
-            md["dynamic_tail_tokens"] = tail_tokens + overhead
+        )
+        trace = {"choices": choice, "sources": list(tail.sources)} if turn.debug else None
+        return messages, turn.offer, tail.memory_text(), md, trace
 
-    def _finish_system(
-        self,
-        layout: ContextLayoutEngine,
-        core: str,
-        offer: _Offer,
-        history: list[Message],
-        last_assistant_turn: str | None,
-        user_message: str,
-        directives: str | Sequence[str] | None,
-        budget: int,
-        scale: float,
-        budget_counted: int,
-        count: Callable[[str], int],
-        debug: bool,
-    ) -> CompileResult:
-        last_turn = last_assistant_turn
-        if last_turn is None:
-            for m in reversed(history):
-                if m.get("role") == "assistant" and message_text(m).strip():
-                    last_turn = message_text(m)
-                    break
-        end_text = layout.build_end(last_turn, user_message, directives)
-        overhead = self.message_overhead_tokens
-        fixed = count(core) + count(end_text) + overhead + 4
-        lines = offer.lines()
-        full_tokens = [count(line) for line in lines]
-        items = [
-            MiddleItem(tier=tier, rank=i, full_tokens=full_tokens[i])
-            for i, tier in enumerate(offer.tiers())
-        ]
-        choice = fit_middle(items, budget_counted - fixed, thin_before_drop=False)
-        order = [
-            i
-            for i in sorted(range(len(lines)), key=lambda i: (items[i].tier, i))
-            if choice[i] != "drop"
-        ]
+    def _compile_system(
+        self, turn: _Turn
+    ) -> tuple[list[Message], Offer, str, dict[str, Any], dict[str, Any] | None]:
+        """Single-system-message placement: core, memories, the last reply and the question."""
+        count, overhead = turn.count, self.message_overhead_tokens
+        last = turn.last_assistant_turn
+        if last is None:
+            replies = [m for m in turn.history if m.get("role") == "assistant"]
+            texts = [message_text(m) for m in replies if message_text(m).strip()]
+            last = texts[-1] if texts else None
+        end_text = turn.layout.build_end(last, turn.user_message, turn.directives)
+        lines = turn.offer.lines()
+        full = [count(line) for line in lines]
+        items = [MiddleItem(tier, i, full[i]) for i, tier in enumerate(turn.offer.tiers())]
+        room = turn.budget_counted - count(turn.core) - count(end_text) - overhead - 4
+        choice = fit_middle(items, room, thin_before_drop=False)
+        kept = [i for i in sorted(range(len(lines)), key=lambda i: (items[i].tier, i))]
+        kept = [i for i in kept if choice[i] != "drop"]
         while True:
-            middle = "\n".join(lines[i] for i in order)
-            text = "\n\n".join(p for p in (core, middle, end_text) if p)
+            middle = "\n".join(lines[i] for i in kept)
+            text = "\n\n".join(p for p in (turn.core, middle, end_text) if p)
             token_count = count(text)
-            if token_count + overhead <= budget_counted or not order:
+            if token_count + overhead <= turn.budget_counted or not kept:
                 break
-            order.remove(max(order, key=lambda i: (items[i].tier, i)))
-        ref_map, ref_map_type = _refs_in(middle, offer)
+            kept.remove(max(kept, key=lambda i: (items[i].tier, i)))
         md: dict[str, Any] = {
             "model_id": self.model_id,
             "memory_placement": "system",
             "token_count": token_count,
-            "tokens_budget": budget,
+            "tokens_budget": turn.budget,
             "message_framing_tokens": overhead,
-            "tokens_trimmed": sum(full_tokens) - sum(full_tokens[i] for i in order),
+            "tokens_trimmed": sum(full) - sum(full[i] for i in kept),
             "segments_offered": len(lines),
-            "segments_kept": len(order),
+            "segments_kept": len(kept),
             "segments_thinned": 0,
-            "memories_truncated": offer.memories_truncated,
+            "memories_truncated": turn.offer.memories_truncated,
             "stable_prefix_messages": 0,
-            "token_scale": scale,
-            "token_scale_samples": self._calibration_samples(),
-            "budget_exceeded": token_count + overhead > budget_counted,
             "cache_mode": None,
             "cache_breakpoints": [],
             "prompt_cache_used": False,
         }
-        if scale != 1.0:
-            md["tokens_budget_counted"] = budget_counted
-        trace = {"choices": list(choice)} if debug else None
-        return self._emit([{"role": "system", "content": text}], ref_map, ref_map_type, md, trace)
+        self._common_metadata(md, turn, token_count + overhead)
+        trace = {"choices": list(choice)} if turn.debug else None
+        return [{"role": "system", "content": text}], turn.offer, middle, md, trace
+
+    def _common_metadata(self, md: dict[str, Any], turn: _Turn, sent_tokens: int) -> None:
+        md["token_scale"] = turn.scale
+        md["token_scale_samples"] = (
+            0 if self.fixed_token_scale is not None else self._calibration(self.model_id).samples
+        )
+        if turn.scale != 1.0:
+            md["tokens_budget_counted"] = turn.budget_counted
+        md["budget_exceeded"] = sent_tokens > turn.budget_counted
+        if self._semantic is not None:
+            if self._semantic.error is not None:
+                md["semantic_ranking_error"] = self._semantic.error
+            elif self._semantic.used:
+                md["semantic_ranking"] = True
 
     def _emit(
         self,
         messages: list[Message],
-        ref_map: dict[int, str],
-        ref_map_type: dict[int, str],
+        offer: Offer,
+        memory_text: str,
         md: dict[str, Any],
         trace: dict[str, Any] | None,
     ) -> CompileResult:
+        present = mem_numbers(memory_text)
+        cited = sorted((s for s in offer.citable if s.number in present), key=lambda s: s.number)
+        ref_map = {s.number: s.ref_id for s in cited}
+        ref_map_type = {s.number: s.kind for s in cited}
         result = CompileResult(messages, ref_map, ref_map_type, md, trace)
         if self.metrics_callback is not None:
             self.metrics_callback(
@@ -959,10 +705,8 @@ class ContextCompiler:
         registry = registry if registry is not None else self.tokenizer_registry
         if registry is not None:
             base = registry.counter_for(self.model_id)
-        elif self._base_counter is not None:
-            base = self._base_counter
         else:
-            base = _DEFAULT_COUNTER
+            base = self._base_counter if self._base_counter is not None else _DEFAULT_COUNTER
         memo = self._counters.get(id(base))
         if memo is None or memo.inner is not base:
             memo = MemoizedCounter(base)
@@ -973,36 +717,7 @@ class ContextCompiler:
         stored = self.state_store.get(_scale_key(model_id))
         if stored is not None:
             return ScaleCalibration.from_dict(stored)
-        seed = get_token_scale(model_id) if model_id else 1.0
-        return ScaleCalibration(scale=seed)
-
-    def _calibration_samples(self) -> int:
-        if self.fixed_token_scale is not None:
-            return 0
-        return self._calibration(self.model_id).samples
-
-    def _preflight_probe(
-        self, memories: Sequence[object], kwargs: Mapping[str, Any]
-    ) -> tuple[str, bool]:
-        pairs = _memory_pairs(memories, kwargs.get("tier_by_memory_id"), kwargs.get("profile"), "")
-        offer = _offer(pairs, _check_extras(kwargs.get("middle_extras")))
-        raw = "\n".join(offer.lines())
-        count = self._counter(kwargs.get("tokenizer_registry")).count
-        return raw, count(raw) > config.preflight_token_threshold()
-
-
-@dataclass(frozen=True, slots=True)
-class CostQuote:
-    """An input-cost quote for a compiled prompt."""
-
-    total_tokens: int
-    estimated_cost_usd: float
-    price_per_1k_input_tokens: float
-    trimming_strategies: tuple[str, ...]
-    compile_result: CompileResult
-
-
-_DEFAULT_COUNTER = TiktokenAdapter("cl100k_base")
+        return ScaleCalibration(scale=get_token_scale(model_id) if model_id else 1.0)
 
 
 def compile_anonymous(
@@ -1018,8 +733,6 @@ def compile_anonymous(
 
     Constructor options and ``compile()`` arguments may both be passed as keywords.
     """
-    import inspect
-
     ctor = set(inspect.signature(ContextCompiler.__init__).parameters) - {"self"}
     ctor_kwargs = {k: v for k, v in options.items() if k in ctor}
     call_kwargs = {k: v for k, v in options.items() if k not in ctor}
@@ -1027,15 +740,17 @@ def compile_anonymous(
     return compiler.compile(memories, user_message, **call_kwargs)
 
 
-# ---------------------------------------------------------------------- module helpers
+# ---------------------------------------------------------------------- input checks
 
 
-def _check_budget(max_tokens: object) -> None:
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
-        raise InvalidInputError(
-            f"max_tokens must be a positive integer (the token budget), got {max_tokens!r}",
-            field="max_tokens",
-        )
+def _check_positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}", field=name)
+
+
+def _check_non_negative_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}", field=name)
 
 
 def _check_placement(placement: object) -> None:
@@ -1058,9 +773,14 @@ def _check_fraction(name: str, value: object, *, allow_zero: bool) -> None:
         )
 
 
-def _check_non_negative_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}", field=name)
+def _check_scale(value: object) -> None:
+    if value is None:
+        return
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not (0 < float(value) < float("inf")):  # type: ignore[arg-type]
+        raise InvalidInputError(
+            f"token_scale must be a positive number or None, got {value!r}", field="token_scale"
+        )
 
 
 def _check_extras(extras: Sequence[tuple[str, int]] | None) -> list[tuple[str, int]]:
@@ -1128,67 +848,30 @@ def _memory_pairs(
     return triples
 
 
-def _offer(triples: list[tuple[int, object, int]], extras: list[tuple[str, int]]) -> _Offer:
+def _offer(triples: list[tuple[int, object, int]], extras: list[tuple[str, int]]) -> Offer:
     segments = []
     for number, memory, tier in triples:
         segments.extend(render_memories([(memory, tier)], start_number=number))
     truncated = sum(1 for s in segments if s.truncated)
-    return _Offer(segments, extras, truncated, citable=list(segments))
+    return Offer(segments, extras, truncated, citable=list(segments))
 
 
-def _apply_compressor(
-    offer: _Offer,
-    compressor: SyncCompressor | None,
-    user_message: str,
-    count: Callable[[str], int],
-) -> _Offer:
+def _compress(turn: _Turn, compressor: SyncCompressor | None) -> Offer:
+    """Pre-flight: replace an oversized middle with the caller's summary of it."""
+    offer = turn.offer
     if compressor is None or not (offer.segments or offer.extras):
         return offer
     raw = "\n".join(offer.lines())
-    if count(raw) <= config.preflight_token_threshold():
+    if turn.count(raw) <= config.preflight_token_threshold():
         return offer
-    summary = check_compressed(compressor(raw, config.preflight_target_tokens(), user_message))
-    return _Offer([], [(summary, 2)], offer.memories_truncated, citable=offer.citable)
-
-
-def _refs_in(text: str, offer: _Offer) -> tuple[dict[int, str], dict[int, str]]:
-    present = mem_numbers(text)
-    kept = sorted((s for s in offer.citable if s.number in present), key=lambda s: s.number)
-    return {s.number: s.ref_id for s in kept}, {s.number: s.kind for s in kept}
-
-
-def _line_priority(ref: int | None, j: int, items: list[MiddleItem]) -> tuple[int, int]:
-    if ref is None or ref >= len(items):
-        return (4, j)
-    return (items[ref].tier, items[ref].rank)
-
-
-def _combined_stats(base: TermStats | None, texts: Sequence[str]) -> CombinedStats:
-    return CombinedStats(base, TermStats(texts))
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    if len(a) != len(b):
-        return 0.0
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
-
-
-def _sync_compressor(fn: SyncCompressor | None) -> SyncCompressor | None:
-    if fn is not None and not callable(fn):
-        raise TypeError("compress_sync must be a function (raw_middle, target_tokens, question)")
-    return fn
-
-
-def _compile_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in kwargs.items() if k != "compress_sync"}
+    target = config.preflight_target_tokens()
+    summary = check_compressed(compressor(raw, target, turn.user_message))
+    return Offer([], [(summary, 2)], offer.memories_truncated, citable=offer.citable)
 
 
 def _scale_key(model_id: str | None) -> str:
     return f"membrane:scale:{(model_id or '').lower()}"
 
 
-def _conversation_key(conv_key: str) -> str:
-    return f"membrane:conversation:{conv_key}"
+def _conversation_key(conversation: str) -> str:
+    return f"membrane:conversation:{conversation}"

@@ -9,19 +9,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from membrane.errors import InvalidInputError
 from membrane.records import TIER_PROCEDURAL
+from membrane.stages.history import RECALL_HEADER, RecalledPassage
+from membrane.stages.layout import MemorySegment
+from membrane.text.keyframes import keyframe
+from membrane.text.relevance import Rarity, content_words, rank_fusion
 from membrane.tokenizers import TiktokenAdapter, TokenCounter
 
 __all__ = [
     "MAX_PROCEDURAL_KEPT",
     "FitChoice",
     "MiddleItem",
+    "Offer",
     "PreFlightContextFirewall",
+    "Tail",
     "fit_middle",
+    "fit_offer",
+    "rank_offer",
+    "shed_to_fit",
+    "thin_lines",
 ]
 
 MAX_PROCEDURAL_KEPT = 3
@@ -171,3 +181,144 @@ def _join(core: str, middle: Sequence[str], end: str) -> str:
         parts.append("\n".join(middle))
     parts.append(end)
     return "\n\n".join(parts)
+
+
+# ---------------------------------------------------------------------- the compiler's tail
+
+
+@dataclass
+class Offer:
+    """Everything trimmable in the middle: memories, then extras, in input order."""
+
+    segments: list[MemorySegment]
+    extras: list[tuple[str, int]]
+    memories_truncated: int = 0
+    # Segments whose [Mem:N] may appear in the output (after compression, the originals).
+    citable: list[MemorySegment] = field(default_factory=list)
+
+    def texts(self) -> list[str]:
+        return [s.content for s in self.segments] + [t for t, _ in self.extras]
+
+    def lines(self) -> list[str]:
+        return [s.line for s in self.segments] + [t for t, _ in self.extras]
+
+    def tiers(self) -> list[int]:
+        return [s.tier for s in self.segments] + [tier for _, tier in self.extras]
+
+
+@dataclass
+class Tail:
+    """The final user message: kept memory lines, recalled passages, then the end region."""
+
+    end_text: str
+    lines: list[str] = field(default_factory=list)
+    sources: list[int] = field(default_factory=list)  # offer index of each line
+    passages: list[RecalledPassage] = field(default_factory=list)
+    thinned: int = 0
+
+    def memory_text(self) -> str:
+        return "\n".join(self.lines)
+
+    def text(self) -> str:
+        parts = []
+        if self.lines:
+            parts.append(self.memory_text())
+        if self.passages:
+            parts.append(RECALL_HEADER + "\n" + "\n".join(p.text for p in self.passages))
+        parts.append(self.end_text)
+        return "\n\n".join(parts)
+
+
+def rank_offer(
+    texts: Sequence[str],
+    query: str,
+    stats: Rarity,
+    *,
+    fuse: bool,
+    semantic_order: Sequence[int] | None = None,
+) -> list[int]:
+    """Each item's rank (0 = best): the caller's order fused with relevance to ``query``."""
+    caller_order = list(range(len(texts)))
+    if not fuse or len(texts) < 2:
+        return caller_order
+    query_words = set(content_words(query))
+    lexical = [sum(stats.idf(w) for w in query_words.intersection(content_words(t))) for t in texts]
+    rankings = [caller_order, sorted(caller_order, key=lambda i: (-lexical[i], i))]
+    if semantic_order is not None:
+        rankings.append(list(semantic_order))
+    ranks = [0] * len(texts)
+    for position, i in enumerate(rank_fusion(rankings)):
+        ranks[i] = position
+    return ranks
+
+
+def thin_lines(
+    offer: Offer, stats: Rarity, count: Callable[[str], int], keyframe_tokens: int
+) -> list[str | None]:
+    """Each item's keyframe line (``[Mem:N]`` kept, ending in …), or None when it has none."""
+    out: list[str | None] = []
+    for i, (line, text) in enumerate(zip(offer.lines(), offer.texts(), strict=True)):
+        frame = keyframe(text, stats, count, keyframe_tokens)
+        if frame is None or frame.strip() == " ".join(text.split()):
+            out.append(None)
+        elif i < len(offer.segments):
+            out.append(f"{line.split(' | text=', 1)[0]} | text={frame}…")
+        else:
+            out.append(f"{frame}…")
+    return out
+
+
+def fit_offer(
+    offer: Offer,
+    room: int,
+    end_text: str,
+    *,
+    ranks: Sequence[int],
+    count: Callable[[str], int],
+    thinned: Callable[[], list[str | None]],
+    thin_before_drop: bool,
+) -> tuple[Tail, list[FitChoice]]:
+    """Fit the offer into ``room`` tokens; kept lines come out in tier order, then input order.
+
+    ``thinned`` is called only when the full texts do not all fit.
+    """
+    lines = offer.lines()
+    full = [count(line) for line in lines]
+    thin: list[str | None] = [None] * len(lines)
+    if sum(full) + len(lines) > room:
+        thin = thinned()
+    items = [
+        MiddleItem(tier, ranks[i], full[i], count(t) if (t := thin[i]) is not None else None)
+        for i, tier in enumerate(offer.tiers())
+    ]
+    choice = fit_middle(items, room, thin_before_drop=thin_before_drop)
+    tail = Tail(end_text)
+    for i in sorted(range(len(lines)), key=lambda i: (items[i].tier, i)):
+        if choice[i] == "drop":
+            continue
+        chosen = lines[i] if choice[i] == "full" else thin[i]
+        assert chosen is not None
+        tail.lines.append(chosen)
+        tail.sources.append(i)
+        tail.thinned += choice[i] == "thin"
+    return tail, choice
+
+
+def shed_to_fit(
+    tail: Tail, limit: int, count: Callable[[str], int], priority: Sequence[tuple[int, int]]
+) -> None:
+    """Drop passages, then the lowest-priority lines, until ``count(tail.text()) <= limit``.
+
+    Summed line counts can differ from the joined text's count by a few tokens at the joins;
+    this makes the final count exact.
+    """
+    while count(tail.text()) > limit:
+        if tail.passages:
+            longest = max(range(len(tail.passages)), key=lambda j: tail.passages[j].tokens)
+            tail.passages.pop(longest)
+        elif tail.lines:
+            worst = max(range(len(tail.lines)), key=lambda j: priority[tail.sources[j]])
+            tail.lines.pop(worst)
+            tail.sources.pop(worst)
+        else:
+            return

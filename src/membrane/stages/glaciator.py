@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from membrane import config
+from membrane.capabilities import get_cache_pricing, has_prompt_caching
 from membrane.errors import InvalidInputError
 from membrane.tokenizers import TiktokenAdapter
 
 if TYPE_CHECKING:
     from membrane.tokenizers import TokenCounter
 
-__all__ = ["MIN_GLACIATE_CACHE_TOKENS", "GlaciatedPrompt", "glaciate"]
+__all__ = [
+    "DEFAULT_MIN_CACHEABLE_TOKENS",
+    "MIN_GLACIATE_CACHE_TOKENS",
+    "GlaciatedPrompt",
+    "cache_metadata",
+    "glaciate",
+]
 
 MIN_GLACIATE_CACHE_TOKENS = 256
 """Prefix size from which :func:`glaciate` reports ``use_caching=True``."""
+
+DEFAULT_MIN_CACHEABLE_TOKENS = 1024
+"""Minimum cacheable prefix assumed for a caching model whose map entry names none."""
 
 _CURRENT_TURN_LINE = "--- Current user message ---"
 
@@ -34,6 +46,44 @@ class GlaciatedPrompt:
 def _is_dynamic(line: str) -> bool:
     # Memories and the current turn change every request; nothing from them on can be cached.
     return line.startswith("[Mem:") or line.rstrip("\r\n") == _CURRENT_TURN_LINE
+
+
+def _longest_fit(
+    count: Callable[[str], int], text: str, ends: list[int], cap: int, total: int
+) -> tuple[int, int]:
+    """Most whole lines (and their count) whose text fits ``cap``; all of them do not fit.
+
+    Appending text to a prompt does not lower its token count in practice, so the answer is
+    bracketed and bisected. Every probe is counted for real, so the answer respects the cap
+    even where that assumption fails. The first probe is placed by character share, which
+    for even text lands within a line or two and saves most of a plain bisection's counts.
+    """
+    results = {0: 0}
+
+    def fits(k: int) -> bool:
+        results[k] = count(text[: ends[k]])
+        return results[k] <= cap
+
+    lo, hi = 0, len(ends) - 1  # lo fits, hi does not
+    guess = min(hi - 1, max(0, bisect.bisect_right(ends, ends[hi] * cap // total) - 1))
+    step = 1
+    if fits(guess):
+        lo = guess
+        while lo + step < hi and fits(lo + step):
+            lo, step = lo + step, step * 2
+        hi = min(hi, lo + step)
+    else:
+        hi = guess
+        while hi - step > lo and not fits(hi - step):
+            hi, step = hi - step, step * 2
+        lo = max(lo, hi - step)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, results[lo]
 
 
 def glaciate(
@@ -77,19 +127,7 @@ def glaciate(
 
     best, best_tokens = stable, count(text[: ends[stable]])
     if best_tokens > cap:
-        # Largest number of whole lines that fits. Appending text to a prompt does not lower
-        # its token count in practice, so a binary search finds it; each probe is checked
-        # directly, so the result respects the cap even where that assumption fails.
-        lo, hi = 0, stable - 1
-        best, best_tokens = 0, 0
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            tokens = count(text[: ends[mid]])
-            if tokens <= cap:
-                best, best_tokens = mid, tokens
-                lo = mid + 1
-            else:
-                hi = mid - 1
+        best, best_tokens = _longest_fit(count, text, ends, cap, best_tokens)
 
     prefix, tail = text[: ends[best]], text[ends[best] :]
     return GlaciatedPrompt(
@@ -99,3 +137,51 @@ def glaciate(
         tail_tokens=count(tail),
         use_caching=best_tokens >= MIN_GLACIATE_CACHE_TOKENS,
     )
+
+
+def cache_metadata(
+    model_id: str | None,
+    *,
+    enabled: bool,
+    core_tokens: int,
+    core_chars: int | None,
+    system_tokens: int,
+    history_messages: int,
+    prefix_tokens: int,
+    tail_tokens: int,
+    token_scale: float,
+) -> dict[str, Any]:
+    """The caching keys of a compiled end-placement prompt.
+
+    Breakpoints mark where a cached prefix ends: after the core (inside the system message when
+    an eviction index follows it, hence ``chars``), after the index, after the history. Token
+    figures count from the start of the prompt, framing included. ``enabled=False`` switches
+    the caching keys off (``use_prompt_caching_split=False``).
+    """
+    if not enabled:
+        return {"cache_mode": None, "cache_breakpoints": [], "prompt_cache_used": False}
+    breakpoints: list[dict[str, Any]] = []
+    if core_chars is not None:
+        breakpoints.append(
+            {"message_index": 0, "tokens": core_tokens, "reason": "core", "chars": core_chars}
+        )
+        breakpoints.append({"message_index": 0, "tokens": system_tokens, "reason": "index"})
+    else:
+        breakpoints.append({"message_index": 0, "tokens": system_tokens, "reason": "core"})
+    if history_messages:
+        breakpoints.append(
+            {"message_index": history_messages, "tokens": prefix_tokens, "reason": "history"}
+        )
+    caching = model_id is not None and has_prompt_caching(model_id)
+    pricing = get_cache_pricing(model_id) if caching and model_id is not None else None
+    min_tokens = pricing.min_tokens if pricing else DEFAULT_MIN_CACHEABLE_TOKENS
+    used = caching and prefix_tokens * token_scale >= min_tokens
+    md: dict[str, Any] = {
+        "cache_mode": pricing.mode if pricing else None,
+        "cache_breakpoints": breakpoints,
+        "prompt_cache_used": used,
+    }
+    if used:
+        md["cacheable_prefix_tokens"] = prefix_tokens
+        md["dynamic_tail_tokens"] = tail_tokens
+    return md
