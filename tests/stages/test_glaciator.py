@@ -7,7 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from membrane.errors import InvalidInputError
-from membrane.stages.glaciator import MIN_GLACIATE_CACHE_TOKENS, GlaciatedPrompt, glaciate
+from membrane.stages.glaciator import (
+    MIN_GLACIATE_CACHE_TOKENS,
+    GlaciatedPrompt,
+    cache_metadata,
+    glaciate,
+)
 from membrane.tokenizers import count_tokens
 
 
@@ -138,3 +143,54 @@ def test_split_properties_real_tokenizer(text: str, cap: int) -> None:
     assert "".join(lines[:k]) == g.cacheable_prefix
     assert k <= _first_dynamic(lines)
     assert g.prefix_tokens == count_tokens(g.cacheable_prefix) <= cap
+
+
+def test_cache_metadata_breakpoints_with_an_index() -> None:
+    md = cache_metadata(
+        "anthropic/claude-opus-5-5",
+        enabled=True,
+        core_tokens=300,
+        core_chars=1200,
+        system_tokens=360,
+        history_messages=4,
+        prefix_tokens=900,
+        tail_tokens=80,
+        token_scale=1.51,
+    )
+    assert md == {
+        "cache_mode": "marked",
+        "cache_breakpoints": [
+            {"message_index": 0, "tokens": 300, "reason": "core", "chars": 1200},
+            {"message_index": 0, "tokens": 360, "reason": "index"},
+            {"message_index": 4, "tokens": 900, "reason": "history"},
+        ],
+        "prompt_cache_used": True,
+        "cacheable_prefix_tokens": 900,
+        "dynamic_tail_tokens": 80,
+    }
+
+
+def test_cache_metadata_below_the_minimum_and_switched_off() -> None:
+    args = {
+        "core_tokens": 0,
+        "core_chars": None,
+        "system_tokens": 200,
+        "history_messages": 0,
+        "prefix_tokens": 200,
+        "tail_tokens": 10,
+        "token_scale": 1.0,
+    }
+    md = cache_metadata("gpt-4o", enabled=True, **args)
+    assert md == {
+        "cache_mode": "automatic",
+        "cache_breakpoints": [{"message_index": 0, "tokens": 200, "reason": "core"}],
+        "prompt_cache_used": False,
+    }
+    assert cache_metadata("gpt-4o", enabled=False, **args) == {
+        "cache_mode": None,
+        "cache_breakpoints": [],
+        "prompt_cache_used": False,
+    }
+    local = cache_metadata("llama3.1:8b", enabled=True, **args)
+    assert local["cache_mode"] is None
+    assert local["prompt_cache_used"] is False
