@@ -180,7 +180,9 @@ def test_transformers_fast_tokenizer_counts_the_same(bpe_json: Path, tmp_path: P
     assert from_folder.name == "huggingface:saved"
 
 
-def test_transformers_long_text_is_counted_without_truncation(bpe_json: Path) -> None:
+def test_transformers_long_text_is_counted_without_truncation(
+    bpe_json: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from transformers import PreTrainedTokenizerFast
 
     fast = PreTrainedTokenizerFast(tokenizer_file=str(bpe_json), model_max_length=8)
@@ -188,6 +190,9 @@ def test_transformers_long_text_is_counted_without_truncation(bpe_json: Path) ->
     adapter = HuggingFaceAdapter(fast)
     assert adapter.count(text) == HuggingFaceAdapter.from_file(bpe_json).count(text)
     assert adapter.count(text) > 8
+    assert "longer than the specified maximum" not in caplog.text
+    fast.encode(text, add_special_tokens=False)  # control: the plain call does log it
+    assert "longer than the specified maximum" in caplog.text
 
 
 def test_duck_typed_encoder_is_accepted() -> None:
