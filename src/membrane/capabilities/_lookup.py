@@ -29,7 +29,6 @@ logger = logging.getLogger("membrane.capabilities")
 
 _BUNDLED_NAME = "llm_capabilities.json"
 _CACHE_MODES = ("automatic", "marked")
-_CLAUDE_FAMILIES = ("opus", "sonnet", "haiku", "fable")
 
 # Suffixes that name a snapshot of a model rather than a different model.
 _SNAPSHOT_SUFFIXES = (
@@ -90,6 +89,7 @@ class _Match:
 _lock = threading.Lock()
 _cache: dict[tuple[str, int, int], _ParsedMap] = {}
 _warned: set[str] = set()
+_MAX_WARNED = 10_000
 
 
 def _fail(where: str, problem: str) -> InvalidInputError:
@@ -334,6 +334,8 @@ def _lookup(model_id: str | None) -> tuple[_ParsedMap, _Match | None]:
         return parsed, None
     match = _resolve(parsed, model_id)
     if match is None and model_id not in _warned:
+        if len(_warned) >= _MAX_WARNED:
+            _warned.clear()  # a process that invents ids must not grow without bound
         _warned.add(model_id)
         logger.warning(
             "model %r is not in the capability map: no context cap, no prompt caching, "

@@ -331,11 +331,11 @@ class _Reader:
             if content is None or isinstance(content, str):
                 parsed = content or ""
             else:
-                parsed = tuple(self._result_parts(content, where))
+                parsed = tuple(self.result_parts(content, where))
             return [ToolResult(call_id, name, parsed, bool(item.get("is_error")), item)]
         return [Opaque(item)]
 
-    def _result_parts(self, content: object, where: str) -> list[Text | Image]:
+    def result_parts(self, content: object, where: str) -> list[Text | Image]:
         if not isinstance(content, list):
             raise InvalidInputError(
                 f"{where}: tool result content must be a string or a list of parts", field=where
@@ -380,7 +380,7 @@ def read_messages(
             if content is None or isinstance(content, str):
                 parsed = content or ""
             else:
-                parsed = tuple(reader._result_parts(content, where))
+                parsed = tuple(reader.result_parts(content, where))
             out.append(Message("user", (ToolResult(call_id, name, parsed),), i))
             continue
         if role == "developer":
