@@ -308,24 +308,33 @@ class LongformStore:
             self._db.execute("COMMIT")
 
     def _migrate(self) -> None:
+        # Check without the write lock first: opening a current store must not wait for, or
+        # block, a writer that is busy in another process.
+        if self._version() == SCHEMA_VERSION:
+            return
         with self._write("schema migration") as db:
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
-            if version > SCHEMA_VERSION:
-                raise StoreUnavailable(
-                    f"{self._path} has schema version {version}, newer than this Membrane "
-                    f"supports ({SCHEMA_VERSION}); upgrade membrane-aol to open it",
-                    store=self._name,
-                )
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in _MIGRATIONS[target - 1].split(";"):
                     if statement.strip():
                         db.execute(statement)
                 db.execute(f"PRAGMA user_version = {target}")
 
+    def _version(self) -> int:
+        with self._sqlite_errors("read schema version"):
+            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreUnavailable(
+                f"{self._path} has schema version {version}, newer than this Membrane "
+                f"supports ({SCHEMA_VERSION}); upgrade membrane-aol to open it",
+                store=self._name,
+            )
+        return version
+
     def schema_version(self) -> int:
         """The schema version recorded in the file."""
-        with self._read("read schema version") as db:
-            return int(db.execute("PRAGMA user_version").fetchone()[0])
+        with self._lock:
+            return self._version()
 
     def close(self) -> None:
         """Close the connection; the store cannot be used afterwards."""
