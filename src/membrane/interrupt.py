@@ -43,10 +43,10 @@ INTERRUPT_CLOSE = "]>"
 MAX_QUERY_CHARS = 500
 
 INTERRUPT_INSTRUCTION = (
-    "When a reply depends on a detail that the context above does not give you, do not guess "
-    "it or make it up. Write <SYSTEM_INTERRUPT_FETCH[...]> instead, with the dots replaced by "
-    "a short, precise one-line description of the missing detail; the detail will be looked "
-    "up and given to you before you go on."
+    "When a reply depends on a detail that is not in the context you have been given, do not "
+    "guess it or make it up. Write <SYSTEM_INTERRUPT_FETCH[...]> instead, with the dots "
+    "replaced by a short, precise one-line description of the missing detail; the detail will "
+    "be looked up and given to you before you go on."
 )
 
 _TAG = re.compile(
