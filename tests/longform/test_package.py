@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import doctest
+import json
+import subprocess
+import sys
+import textwrap
+from types import ModuleType
+
+import pytest
+
+import longform_memory
+import membrane.longform
+from membrane.longform import bridge, budget, language, store, threads, vector
+
+from .helpers import subprocess_env
+
+# The names the longform-memory documentation lists, plus the value types needed to call them.
+SEED_NAMES = {
+    # budget
+    "estimate_tokens", "allocate", "skeleton_chapters", "fit_items", "fit_sections",
+    "SectionInput", "Fitted", "BudgetResult", "DEFAULT_MEMORY_BUDGET", "MAX_SKELETON_ENTRIES",
+    "SECTION_SHARE",
+    # vector
+    "encode_vector", "decode_vector", "search_top_k", "ScoredRow", "DEFAULT_MIN_SCORE",
+    "RELATIVE_FLOOR",
+    # language
+    "resolve_language", "dominates", "is_char_counted_language", "language_mismatch",
+    "LanguageHint",
+    # threads
+    "UNRESOLVED_THREAD_STATUSES", "resolve_thread_deadline", "plan_thread_ops",
+    "plan_owed_payoff", "compare_thread_urgency", "render_known_threads", "KnownThread",
+    "OwedThread", "RawThreadItem", "ThreadLabels", "ThreadOp", "DEFAULT_THREAD_LABELS",
+    "MAX_THREAD_OPS_PER_CHAPTER",
+}  # fmt: skip
+
+
+def test_longform_memory_reexports_exactly_the_seed_names() -> None:
+    assert set(longform_memory.__all__) == SEED_NAMES
+    for name in SEED_NAMES:
+        assert getattr(longform_memory, name) is getattr(membrane.longform, name)
+
+
+def test_public_all_is_sorted_complete_and_private_free() -> None:
+    exported = membrane.longform.__all__
+    assert exported == sorted(exported, key=lambda n: (not n.isupper(), n))
+    assert len(set(exported)) == len(exported)
+    for name in exported:
+        assert not name.startswith("_")
+        assert hasattr(membrane.longform, name)
+    public_modules = (budget, vector, language, threads, store, bridge)
+    for module in public_modules:
+        for name in module.__all__:
+            assert name in exported or name in {"HEURISTIC_COUNTER_NAME", "NUMPY_MIN_ROWS",
+                                                "SAMPLE_CHARS", "SCRIPTS", "CHAR_COUNTED_SCRIPTS",
+                                                "BLOCK_ORDER"}, name  # fmt: skip
+
+
+def test_longform_memory_ships_py_typed() -> None:
+    from importlib.resources import files
+
+    assert files("longform_memory").joinpath("py.typed").is_file()
+    assert files("membrane").joinpath("py.typed").is_file()
+
+
+IMPORT_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    before = set(sys.modules)
+    import {module}
+    new = {{name.split(".")[0] for name in set(sys.modules) - before}}
+    print(json.dumps(sorted(new)))
+    """
+)
+
+
+@pytest.mark.parametrize("module", ["membrane.longform", "longform_memory"])
+def test_import_loads_only_the_standard_library(module: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE.format(module=module)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env=subprocess_env(),
+    )
+    loaded = set(json.loads(done.stdout))
+    foreign = {
+        name
+        for name in loaded
+        if name not in sys.stdlib_module_names and name not in {"membrane", "longform_memory"}
+    }
+    assert foreign == set()
+    assert "tiktoken" not in loaded and "numpy" not in loaded
+
+
+@pytest.mark.parametrize(
+    "module", [budget, vector, language, threads, store, bridge, membrane.longform]
+)
+def test_docstring_examples_hold(module: ModuleType) -> None:
+    outcome = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
+    assert outcome.failed == 0
+    if module is not membrane.longform:
+        assert outcome.attempted > 0
