@@ -1,0 +1,77 @@
+"""Words, rarity, lexical scores and reciprocal rank fusion."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from membrane.text.relevance import STOPWORDS, TermStats, content_words, lexical_scores, rank_fusion
+
+
+def test_content_words() -> None:
+    assert list(content_words("The Quick brown fox, and the E-mail's 2024 _id_!")) == [
+        "quick",
+        "brown",
+        "fox",
+        "e-mail's",
+        "2024",
+        "id",
+    ]
+    assert list(content_words("it is what it is")) == []
+    assert list(content_words("Über café")) == ["über", "café"]
+    assert {"the", "please", "remind"} <= STOPWORDS
+
+
+def test_term_stats_idf() -> None:
+    stats = TermStats(["red apple", "red pear", "green apple apple"])
+    assert stats.documents == 3
+    assert (stats.df("red"), stats.df("apple"), stats.df("green"), stats.df("kiwi")) == (2, 2, 1, 0)
+    assert stats.idf("kiwi") == math.log(4 / 0.5) + 0.1
+    assert stats.idf("green") > stats.idf("red") > 0
+    stats.add_words(["kiwi", "kiwi"])
+    assert (stats.documents, stats.df("kiwi")) == (4, 1)
+    assert TermStats().idf("anything") > 0
+
+
+def test_lexical_scores() -> None:
+    texts = ["Paris is in France", "Lagos is in Nigeria", "Nothing relevant"]
+    stats = TermStats(texts)
+    scores = lexical_scores("Where is Lagos, Nigeria?", texts, stats)
+    assert scores[1] == stats.idf("lagos") + stats.idf("nigeria")
+    assert scores[0] == 0.0 and scores[2] == 0.0
+    assert lexical_scores("the and of", texts, stats) == [0.0, 0.0, 0.0]
+    # Each query word counts once, however often it appears.
+    assert lexical_scores("lagos lagos", ["lagos lagos lagos"], stats) == [stats.idf("lagos")]
+
+
+def test_rank_fusion_examples() -> None:
+    assert rank_fusion([]) == []
+    assert rank_fusion([[2, 0, 1]]) == [2, 0, 1]
+    assert rank_fusion([[0, 1, 2], [2, 1, 0]]) == [0, 2, 1]
+    # An item first in one list and fifth in the other lands between them.
+    assert rank_fusion([[0, 1, 2, 3, 4], [4, 0, 1, 2, 3]])[:3] == [0, 1, 4]
+    # Items ranked only by a later list still appear, after the tie-break order of the first.
+    assert rank_fusion([[0], [1, 0]]) == [0, 1]
+
+
+@given(
+    st.integers(1, 12).flatmap(
+        lambda n: st.lists(st.permutations(range(n)), min_size=1, max_size=4)
+    )
+)
+def test_rank_fusion_properties(rankings: list[list[int]]) -> None:
+    fused = rank_fusion(rankings)
+    assert sorted(fused) == sorted(rankings[0])
+    assert rank_fusion([rankings[0]] * 3) == rankings[0]
+    firsts = {r[0] for r in rankings}
+    if len(firsts) == 1:
+        assert fused[0] == rankings[0][0]
+    # An item that is at least as good in every ranking is never placed after the other.
+    pos = [{item: i for i, item in enumerate(r)} for r in rankings]
+    where = {item: i for i, item in enumerate(fused)}
+    for a in fused:
+        for b in fused:
+            if a != b and all(p[a] < p[b] for p in pos):
+                assert where[a] < where[b]

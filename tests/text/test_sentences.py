@@ -1,0 +1,58 @@
+"""Sentence splitting keeps every character of the text except the white space between."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from membrane.text.sentences import split_sentences
+
+
+def test_basic_split() -> None:
+    assert split_sentences("Tea first. Coffee later! Why? Because.\nNew line here") == [
+        "Tea first.",
+        "Coffee later!",
+        "Why?",
+        "Because.",
+        "New line here",
+    ]
+
+
+def test_closing_quotes_and_brackets_stay_with_their_sentence() -> None:
+    assert split_sentences('She said "stop." Then (quietly.) left.') == [
+        'She said "stop."',
+        "Then (quietly.)",
+        "left.",
+    ]
+
+
+def test_no_split_without_white_space_after_the_stop() -> None:
+    assert split_sentences("Version 3.5 weighs 2.1 kg.Really") == [
+        "Version 3.5 weighs 2.1 kg.Really"
+    ]
+
+
+def test_empty_and_blank() -> None:
+    assert split_sentences("") == []
+    assert split_sentences("   \n\n  ") == []
+    assert split_sentences("\n\nOnly one\n\n") == ["Only one"]
+
+
+_chunks = st.lists(
+    st.sampled_from(["alpha", "beta", "3.5", "kg", ".", "!", "?", '"', ")", " ", "  ", "\n", "é"]),
+    max_size=40,
+).map("".join)
+
+
+@given(_chunks)
+def test_only_white_space_is_lost_and_order_is_kept(text: str) -> None:
+    sentences = split_sentences(text)
+    assert all(s and s == s.strip() for s in sentences)
+    assert re.sub(r"\s+", "", "".join(sentences)) == re.sub(r"\s+", "", text)
+    pos = 0
+    for s in sentences:
+        found = text.find(s, pos)
+        assert found >= 0
+        pos = found + len(s)
