@@ -186,6 +186,18 @@ def test_fixed_token_scale_divides_the_budget() -> None:
     assert md["token_scale_samples"] == 0
 
 
+@pytest.mark.parametrize(
+    ("budget", "scale", "counted"),
+    [(8800, 1.1, 8000), (110, 1.1, 100), (8000, 1.6, 5000), (8000, 1.51, 5298)],
+)
+def test_counted_budget_is_the_exact_quotient_rounded_down(
+    budget: int, scale: float, counted: int
+) -> None:
+    # 8800 / 1.1 is 8000 exactly; float division gives 7999.999..., which must not lose a token.
+    result = ContextCompiler(budget, token_scale=scale).compile([], "Hi")
+    assert result.metadata["tokens_budget_counted"] == counted
+
+
 def test_scale_of_one_sets_no_counted_budget_key() -> None:
     result = ContextCompiler(1000, token_scale=1.0).compile([_fact(1)], "Hi")
     assert result.metadata["token_scale"] == 1.0
