@@ -19,19 +19,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from membrane.messages import group_units, message_text
-from membrane.text.keyframes import keyframe
-from membrane.text.relevance import TermStats, content_words
+from membrane.text.keyframes import depends_on_previous, sentence_density
+from membrane.text.relevance import TermStats, content_words, query_weights
 from membrane.text.sentences import split_sentences
 
 __all__ = [
     "INDEX_HEADER",
     "KEYFRAME_SPAN_TOKENS",
     "PASSAGE_WORDS",
+    "RARE_DOCUMENT_FREQUENCY",
     "RECALL_HEADER",
     "CutEvent",
     "HistoryTracker",
     "IndexLine",
     "Passage",
+    "index_digest",
     "RecalledPassage",
     "reference_cut",
     "render_index",
@@ -49,10 +51,17 @@ RECALL_HEADER = (
 )
 # A long message keeps one keyframe for each this many tokens of its length.
 KEYFRAME_SPAN_TOKENS = 400
+# A word in at most this many messages of the conversation marks a sentence worth indexing.
+RARE_DOCUMENT_FREQUENCY = 2
 PASSAGE_WORDS = 60
 # Query words found in more passages than this are too common to tell passages apart.
-_MAX_POSTINGS_SCANNED = 400
+_MAX_POSTINGS_SCANNED = 128
 _QUESTION_WEIGHT = 0.5
+_MESSAGE_CONTEXT_WEIGHT = 0.5
+# Recall looks at the best-scoring passages only, and stops when what is left of its room
+# could not hold a useful one.
+_MAX_RECALL_CANDIDATES = 48
+_MIN_USEFUL_PASSAGE_TOKENS = 12
 
 Count = Callable[[str], int]
 
@@ -79,6 +88,7 @@ class Passage:
     """About sixty words of a dropped message, with what its scoring needs."""
 
     unit: int
+    message: int
     role: str
     text: str
     tokens: int
@@ -149,27 +159,64 @@ def _truncate_to(text: str, count: Count, max_tokens: int) -> str:
     return " ".join(words[:lo]) + " …" if lo else ""
 
 
-def _keyframes_of(text: str, stats: TermStats, count: Count, cap: int) -> str:
-    """One keyframe per KEYFRAME_SPAN_TOKENS of ``text``, joined with an ellipsis."""
-    total = count(text)
-    spans = max(1, math.ceil(total / KEYFRAME_SPAN_TOKENS))
+def _has_rare_word(sentence: str, stats: TermStats) -> bool:
+    return any(stats.df(w) <= RARE_DOCUMENT_FREQUENCY for w in content_words(sentence))
+
+
+def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -> str:
+    """The index line body of a dropped message: its keyframes and its other rare facts.
+
+    A message none of whose words is rare in the conversation gets no line (it repeats what
+    is said elsewhere). Otherwise every KEYFRAME_SPAN_TOKENS of it give one keyframe (the
+    densest sentence of that span under ``frame_tokens``). Further sentences that carry a rare
+    word join, densest first, while the line stays under ``frame_tokens`` times the square
+    root of the message's length in 50-token steps: a message stating several facts keeps several, a long paste keeps more
+    without taking over the index. Sentences are joined in their original order.
+    """
     sentences = split_sentences(text)
-    if spans == 1 or len(sentences) <= 1:
-        groups = [text]
-    else:
-        per = math.ceil(len(sentences) / spans)
-        groups = [" ".join(sentences[i : i + per]) for i in range(0, len(sentences), per)]
-    frames = []
-    for group in groups:
-        frame = keyframe(group, stats, count, cap)
-        if frame is None:
-            frame = _truncate_to(split_sentences(group)[0] if group.strip() else "", count, cap)
-        if frame:
-            frames.append(frame)
-    return " … ".join(frames)
+    if not sentences:
+        return ""
+    sizes = [count(sentence) for sentence in sentences]
+    density = [
+        sentence_density(sentence, stats) if size <= frame_tokens else -1.0
+        for sentence, size in zip(sentences, sizes, strict=True)
+    ]
+    total = sum(sizes)
+    per_span = math.ceil(len(sentences) / max(1, math.ceil(total / KEYFRAME_SPAN_TOKENS)))
+    rare = [_has_rare_word(sentence, stats) for sentence in sentences]
+    if not any(rare):
+        return ""  # nothing here that the rest of the conversation does not say too
+    chosen: set[int] = set()
+    for start in range(0, len(sentences), per_span):
+        best = max(range(start, min(start + per_span, len(sentences))), key=density.__getitem__)
+        if density[best] >= 0:
+            chosen.add(best)
+    if not chosen:
+        return _truncate_to(sentences[0], count, frame_tokens)
+    cap = frame_tokens * math.ceil(math.sqrt(total / 50))
+    used = sum(sizes[i] for i in chosen)
+    for i in sorted(range(len(sentences)), key=lambda i: -density[i]):
+        if i in chosen or density[i] < 0 or not rare[i]:
+            continue
+        if used + sizes[i] <= cap:
+            chosen.add(i)
+            used += sizes[i]
+    for i in sorted(chosen):  # a chosen sentence that leans on the one before brings it along
+        leans = i > 0 and i - 1 not in chosen and depends_on_previous(sentences[i])
+        if leans and used + sizes[i - 1] <= cap:
+            chosen.add(i - 1)
+            used += sizes[i - 1]
+    parts: list[str] = []
+    previous = -2
+    for i in sorted(chosen):
+        if parts and i != previous + 1:
+            parts.append("…")
+        parts.append(sentences[i])
+        previous = i
+    return " ".join(parts)
 
 
-def _passages_of(unit: int, role: str, text: str, count: Count) -> list[Passage]:
+def _passages_of(unit: int, message: int, role: str, text: str, count: Count) -> list[Passage]:
     out: list[Passage] = []
     bucket: list[str] = []
     words = 0
@@ -177,7 +224,7 @@ def _passages_of(unit: int, role: str, text: str, count: Count) -> list[Passage]
     def flush() -> None:
         if bucket:
             body = " ".join(bucket)
-            out.append(Passage(unit, role, body, count(body), tuple(bucket)))
+            out.append(Passage(unit, message, role, body, count(body), tuple(bucket)))
 
     for sentence in split_sentences(text):
         n = len(sentence.split())
@@ -187,7 +234,7 @@ def _passages_of(unit: int, role: str, text: str, count: Count) -> list[Passage]
             tokens = sentence.split()
             for i in range(0, len(tokens), PASSAGE_WORDS):
                 piece = " ".join(tokens[i : i + PASSAGE_WORDS])
-                out.append(Passage(unit, role, piece, count(piece), (piece,)))
+                out.append(Passage(unit, message, role, piece, count(piece), (piece,)))
             continue
         if words and words + n > PASSAGE_WORDS * 1.5:
             flush()
@@ -281,18 +328,18 @@ class HistoryTracker:
         start, stop = self.bounds[unit]
         span = messages[start:stop]
         names = _tool_names(span)
-        for m in span:
+        for offset, m in enumerate(span):
             text = message_text(m) if m.get("role") != "assistant" else _assistant_text(m)
             if not text.strip():
                 continue
             label = _role_label(m)
             if m.get("role") == "tool" and not m.get("name"):
                 label = f"tool result ({names.get(str(m.get('tool_call_id', '')), 'tool')})"
-            for p in _passages_of(unit, label, text, self.count):
+            for p in _passages_of(unit, start + offset, label, text, self.count):
                 self._add_passage(p)
             if _is_call_stub(m):
                 continue
-            frame = _keyframes_of(text, self.stats, self.count, self.keyframe_tokens)
+            frame = index_digest(text, self.stats, self.count, self.keyframe_tokens)
             if frame:
                 line = f"- {label}: {frame}"
                 self.lines.append(IndexLine(unit, line, self.count(line)))
@@ -309,16 +356,28 @@ class HistoryTracker:
             self.postings.setdefault(w, []).append((pid, weight))
 
     def score_passages(self, query: str) -> dict[int, float]:
-        """Relevance of each dropped passage to ``query`` (only passages sharing a word)."""
-        scores: dict[int, float] = {}
-        for w in set(content_words(query)):
+        """Relevance of each dropped passage to ``query`` (only passages sharing a word).
+
+        A passage's own shared rare words count fully; the words its message shares count
+        at half weight on top, so the part of a record that holds the answer ranks with the
+        part that names the record.
+        """
+        own: dict[int, float] = {}
+        by_message: dict[int, dict[str, float]] = {}
+        for w, query_weight in query_weights(query).items():
             posting = self.postings.get(w)
             if not posting or len(posting) > _MAX_POSTINGS_SCANNED:
                 continue
-            idf = self.stats.idf(w)
+            idf = self.stats.idf(w) * query_weight
             for pid, weight in posting:
-                scores[pid] = scores.get(pid, 0.0) + idf * weight
-        return scores
+                own[pid] = own.get(pid, 0.0) + idf * weight
+                words = by_message.setdefault(self.passages[pid].message, {})
+                words[w] = max(words.get(w, 0.0), idf * weight)
+        context = {m: sum(words.values()) for m, words in by_message.items()}
+        return {
+            pid: score + _MESSAGE_CONTEXT_WEIGHT * context[self.passages[pid].message]
+            for pid, score in own.items()
+        }
 
 
 def _assistant_text(message: Mapping[str, Any]) -> str:
@@ -366,10 +425,10 @@ class RecalledPassage:
     tokens: int
 
 
-def _best_sentence(passage: Passage, query_words: set[str], stats: TermStats) -> str:
+def _best_sentence(passage: Passage, weights: Mapping[str, float], stats: TermStats) -> str:
     def score(sentence: str) -> float:
-        shared = query_words.intersection(content_words(sentence))
-        return sum(stats.idf(w) for w in shared)
+        shared = weights.keys() & set(content_words(sentence))
+        return sum(weights[w] * stats.idf(w) for w in shared)
 
     return max(passage.sentences, key=score)
 
@@ -403,15 +462,17 @@ def select_passages(
     if extra_ranking is not None:
         allowed = set(ranked)
         ranked = rank_fusion([ranked, [p for p in extra_ranking if p in allowed]])
-    query_words = set(content_words(query))
+    weights = query_weights(query)
     chosen: list[RecalledPassage] = []
     used = 0
-    for pid in ranked:
+    for pid in ranked[:_MAX_RECALL_CANDIDATES]:
+        if budget - used < _MIN_USEFUL_PASSAGE_TOKENS:
+            break
         passage = tracker.passages[pid]
         line = f"[{passage.role}] {passage.text}"
         tokens = count(line) + 1
         if used + tokens > budget:
-            sentence = _best_sentence(passage, query_words, tracker.stats)
+            sentence = _best_sentence(passage, weights, tracker.stats)
             line = f"[{passage.role}] … {sentence} …"
             tokens = count(line) + 1
             if used + tokens > budget:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from membrane.text.relevance import Rarity, content_words
 from membrane.text.sentences import split_sentences
 
-__all__ = ["DEPENDENT_OPENERS", "keyframe", "sentence_density"]
+__all__ = ["DEPENDENT_OPENERS", "depends_on_previous", "keyframe", "sentence_density"]
 
 # A sentence opening with one of these leans on the sentence before it.
 DEPENDENT_OPENERS = frozenset(
@@ -47,7 +47,8 @@ def sentence_density(sentence: str, stats: Rarity) -> float:
     return sum(stats.idf(w) for w in set(words)) / math.sqrt(len(words))
 
 
-def _depends_on_previous(sentence: str) -> bool:
+def depends_on_previous(sentence: str) -> bool:
+    """True when ``sentence`` leans on the one before: a pronoun opener, or very short."""
     words = sentence.split()
     if len(words) <= _SHORT_SENTENCE_WORDS:
         return True
@@ -73,12 +74,12 @@ def keyframe(text: str, stats: Rarity, count: Callable[[str], int], max_tokens: 
         return None
     chosen = sentences[best_index]
     used = count(chosen)
-    if best_index > 0 and _depends_on_previous(chosen):
+    if best_index > 0 and depends_on_previous(chosen):
         prev = sentences[best_index - 1]
         extra = count(prev) + 1
         if used + extra <= max_tokens:
             chosen, used = f"{prev} {chosen}", used + extra
-    if best_index + 1 < len(sentences) and _depends_on_previous(sentences[best_index + 1]):
+    if best_index + 1 < len(sentences) and depends_on_previous(sentences[best_index + 1]):
         nxt = sentences[best_index + 1]
         extra = count(nxt) + 1
         if used + extra <= max_tokens:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -9,12 +10,14 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 __all__ = [
+    "STATEMENT_WEIGHT",
     "STOPWORDS",
     "CombinedStats",
     "Rarity",
     "TermStats",
     "content_words",
     "lexical_scores",
+    "query_weights",
     "rank_fusion",
 ]
 
@@ -171,9 +174,14 @@ STOPWORDS = frozenset(
 )
 
 
-def content_words(text: str) -> list[str]:
-    """Lower-cased words of ``text`` without stopwords, in order (duplicates kept)."""
-    return [w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in STOPWORDS]
+@functools.lru_cache(maxsize=65_536)
+def content_words(text: str) -> tuple[str, ...]:
+    """Lower-cased words of ``text`` without stopwords, in order (duplicates kept).
+
+    Memoised: the same sentences and messages are read again on every turn.
+    """
+    words = (m.group(0).lower() for m in _WORD.finditer(text))
+    return tuple(w for w in words if w not in STOPWORDS)
 
 
 class Rarity(Protocol):
@@ -225,13 +233,38 @@ class CombinedStats:
         return math.log((self.documents + 1) / (df + 0.5)) + 0.1
 
 
+# Words of a turn's statements still count when the turn also asks something, but little:
+# they are news, not what the user is looking for.
+STATEMENT_WEIGHT = 0.2
+
+
+def query_weights(query: str) -> dict[str, float]:
+    """How much each content word of ``query`` says about what it asks for.
+
+    When the text asks a question, words of its question sentences weigh 1 and the others
+    ``STATEMENT_WEIGHT``; a text without a question weighs all its words 1.
+    """
+    from membrane.text.sentences import split_sentences
+
+    sentences = split_sentences(query)
+    asks = [s.rstrip(" \"')").endswith("?") for s in sentences]
+    weights: dict[str, float] = {}
+    for sentence, is_question in zip(sentences, asks, strict=True):
+        weight = 1.0 if is_question or not any(asks) else STATEMENT_WEIGHT
+        for w in content_words(sentence):
+            weights[w] = max(weights.get(w, 0.0), weight)
+    return weights
+
+
 def lexical_scores(query: str, texts: Sequence[str], stats: Rarity) -> list[float]:
-    """For each text, the summed rarity of the query's distinct content words it contains."""
-    query_words = set(content_words(query))
-    if not query_words:
+    """For each text, the summed rarity of the query's content words it contains.
+
+    Words are weighted by :func:`query_weights`, so a turn's question counts most.
+    """
+    weights = {w: q * stats.idf(w) for w, q in query_weights(query).items()}
+    if not weights:
         return [0.0] * len(texts)
-    weights = {w: stats.idf(w) for w in query_words}
-    return [sum(weights[w] for w in query_words.intersection(content_words(t))) for t in texts]
+    return [sum(weights[w] for w in weights.keys() & set(content_words(t))) for t in texts]
 
 
 def rank_fusion(rankings: Sequence[Sequence[int]], k: int = 60) -> list[int]:

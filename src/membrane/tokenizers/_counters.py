@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Protocol, runtime_checkable
 
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
@@ -48,6 +49,12 @@ class TiktokenAdapter:
     def name(self) -> str:
         return self._encoding_name
 
+    #: tiktoken splits text into pieces with a regex before BPE, and no piece of the bundled
+    #: encodings runs across a line break followed by a character other than white space or
+    #: "/"; so a text's count is the sum of the counts of its lines cut at such breaks.
+    #: MemoizedCounter uses this to count a long prompt from its (mostly memoised) lines.
+    splits_at_line_starts = True
+
     def count(self, text: str) -> int:
         # Special-token strings in user text are counted as ordinary text, like tiktoken's
         # encode_ordinary: a prompt containing "<|endoftext|>" must not raise.
@@ -84,17 +91,25 @@ class CharacterEstimateCounter:
         return f"CharacterEstimateCounter({self._chars_per_token!r})"
 
 
+# A break after which tiktoken always starts a new piece (see TiktokenAdapter).
+_LINE_START = re.compile(r"(?<=\n)(?=[^\s/])")
+_SPLIT_MIN_CHARS = 256
+
+
 class MemoizedCounter:
     """Wraps a counter so each distinct text is counted once.
 
-    The memo is bounded: when it holds ``max_entries`` texts it is cleared, which keeps memory
-    flat in a long-lived process while a conversation's recurring texts are re-learnt at once.
+    For a counter that declares ``splits_at_line_starts`` (the bundled tiktoken encodings), a
+    long text is counted line by line, so a prompt that reuses most of last turn's lines costs
+    only its new lines. The memo is bounded: when it holds ``max_entries`` texts it is
+    cleared, which keeps memory flat in a long-lived process.
     """
 
     def __init__(self, inner: TokenCounter, max_entries: int = 50_000) -> None:
         self.inner = inner
         self._memo: dict[str, int] = {}
         self._max_entries = max_entries
+        self._by_lines = bool(getattr(inner, "splits_at_line_starts", False))
 
     @property
     def name(self) -> str:
@@ -103,7 +118,15 @@ class MemoizedCounter:
     def count(self, text: str) -> int:
         n = self._memo.get(text)
         if n is None:
-            n = self.inner.count(text)
+            if self._by_lines and len(text) >= _SPLIT_MIN_CHARS and "\n" in text:
+                pieces = _LINE_START.split(text)
+                n = (
+                    sum(self.count(p) for p in pieces)
+                    if len(pieces) > 1
+                    else self.inner.count(text)
+                )
+            else:
+                n = self.inner.count(text)
             if len(self._memo) >= self._max_entries:
                 self._memo.clear()
             self._memo[text] = n

@@ -1,0 +1,57 @@
+"""Counting a long text line by line gives exactly tiktoken's count of the whole text."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import membrane.tokenizers._counters as counters
+from membrane.tokenizers import MemoizedCounter, TiktokenAdapter, load_encoding
+
+# Pieces chosen to stress the split: line breaks next to punctuation, slashes (o200k glues
+# "/" to a preceding newline), carriage returns, other white space, CJK, special-token text.
+_PIECES = [
+    *"ab Z9.,[]-/:()\n\r\t'",
+    "\n\n",
+    "é",
+    "中",
+    "  ",
+    "\u2028",
+    "<|endoftext|>",
+    "Mem",
+    "1234",
+]
+texts = st.lists(st.sampled_from(_PIECES), max_size=400).map("".join)
+
+
+@settings(max_examples=400)
+@given(text=texts, encoding=st.sampled_from(["cl100k_base", "o200k_base"]))
+def test_line_split_count_equals_whole_count(text: str, encoding: str) -> None:
+    original = counters._SPLIT_MIN_CHARS
+    counters._SPLIT_MIN_CHARS = 0  # split even short texts, to exercise every break
+    try:
+        memo = MemoizedCounter(TiktokenAdapter(encoding))
+        assert memo.count(text) == len(load_encoding(encoding).encode_ordinary(text))
+    finally:
+        counters._SPLIT_MIN_CHARS = original
+
+
+def test_long_prompt_reuses_memoised_lines() -> None:
+    calls: list[str] = []
+
+    class Spy(TiktokenAdapter):
+        def count(self, text: str) -> int:
+            calls.append(text)
+            return super().count(text)
+
+    memo = MemoizedCounter(Spy())
+    lines = [
+        f"[Mem:{i}] [fact] kind=note | text=Fact {i} about cobalt. | conf=1.00" for i in range(12)
+    ]
+    memo.count("\n".join(lines))
+    calls.clear()
+    new_line = "[Mem:99] [fact] kind=note | text=A new one. | conf=1.00"
+    grown = "\n".join([*lines, new_line])
+    assert memo.count(grown) == len(load_encoding("cl100k_base").encode_ordinary(grown))
+    # Only the last old line (now followed by a break) and the new line are tokenised again.
+    assert calls == [lines[-1] + "\n", new_line]
