@@ -859,3 +859,134 @@ def test_observe_needs_an_int() -> None:
     result = compiler.compile([], "Hi")
     with pytest.raises(TypeError, match="int"):
         compiler.observe(result, 12.5)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- counters and compressors
+
+
+def test_switching_the_per_call_tokenizer_keeps_counts_exact() -> None:
+    from membrane.tokenizers import TiktokenAdapter, TokenizerRegistry
+
+    registry = TokenizerRegistry()
+    registry.register("openai/gpt-4o*", TiktokenAdapter("o200k_base"))
+    # Chinese text counts far fewer tokens in o200k_base than in cl100k_base.
+    turn = "用户喜欢简洁的回答，请用中文回复。" * 4
+    history = []
+    for i in range(30):
+        history.append({"role": "user", "content": f"{i} {turn}"})
+        history.append({"role": "assistant", "content": f"{i} {turn}"})
+    compiler = ContextCompiler(2000, model_id="openai/gpt-4o")
+    compiler.compile([], "Hi", conversation_messages=history, tokenizer_registry=registry)
+    result = compiler.compile([], "Hi", conversation_messages=history)
+    actual = sum(count_tokens(message_text(m)) for m in result.messages)
+    assert result.metadata["token_count"] == actual
+    assert actual + result.metadata["message_framing_tokens"] <= 2000
+    fresh = ContextCompiler(2000, model_id="openai/gpt-4o").compile(
+        [], "Hi", conversation_messages=history
+    )
+    assert result.messages == fresh.messages
+
+
+@pytest.mark.parametrize("placement", ["end", "system"])
+def test_both_placements_fill_the_compile_result_keys(placement: str) -> None:
+    compiler = ContextCompiler(4000, memory_placement=placement)  # type: ignore[arg-type]
+    result = compiler.compile([_fact(1), _episode(2)], "Hi", conversation_messages=_history(1))
+    for key in (
+        "token_count",
+        "tokens_budget",
+        "tokens_trimmed",
+        "segments_offered",
+        "segments_kept",
+        "memories_truncated",
+        "retrieval_summary",
+        "memory_placement",
+        "message_framing_tokens",
+        "token_scale",
+        "token_scale_samples",
+        "budget_exceeded",
+        "cache_mode",
+        "cache_breakpoints",
+        "prompt_cache_used",
+    ):
+        assert key in result.metadata, key
+    assert result.metadata["retrieval_summary"] == {
+        "offered": 2,
+        "kept_full": 2,
+        "thinned": 0,
+        "dropped": 0,
+    }
+
+
+def _notes(n: int) -> list[MemoryItem]:
+    return [
+        MemoryItem(id=f"n{i}", content=f"Note {i}: the Ghent warehouse ships pallets on day {i}.")
+        for i in range(1, n + 1)
+    ]
+
+
+def test_compress_sync_replaces_the_middle_over_the_threshold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[tuple[str, int, str]] = []
+
+    def compress(raw: str, target: int, question: str) -> str:
+        seen.append((raw, target, question))
+        return "Digest: pallets ship daily [Mem:3], [Mem:7] and [Mem:99]."
+
+    compiler = ContextCompiler(4000)
+    below = compiler.compile(_notes(20), "When?", compress_sync=compress)
+    assert seen == [] and len(below.ref_map) == 20
+    monkeypatch.setenv("MEMORY_PREFLIGHT_TOKEN_THRESHOLD", "50")
+    monkeypatch.setenv("MEMORY_PREFLIGHT_TARGET_TOKENS", "120")
+    result = compiler.compile(_notes(20), "When?", compress_sync=compress)
+    [(raw, target, question)] = seen
+    assert (target, question) == (120, "When?")
+    assert raw.startswith("[Mem:1] [fact]") and raw.count("\n") == 19
+    assert result.messages[-1]["content"].startswith("Digest: pallets ship daily")
+    # Citations in the digest resolve to the records they name; unknown numbers do not.
+    assert result.ref_map == {3: "n3", 7: "n7"}
+
+
+def test_compile_async_accepts_an_analyst_a_wrapped_function_or_compress_fn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+
+    from membrane import as_preflight_analyst
+
+    monkeypatch.setenv("MEMORY_PREFLIGHT_TOKEN_THRESHOLD", "50")
+
+    class Analyst:
+        async def compress_retrieved_memory(self, raw: str, target: int, question: str) -> str:
+            return "Analyst digest [Mem:2]."
+
+    async def summarise(raw: str, target: int, question: str) -> str:
+        return "Function digest [Mem:4]."
+
+    async def run() -> list[CompileResult]:
+        compiler = ContextCompiler(4000)
+        history = _history(1, words=2)
+        return [
+            await compiler.compile_async(
+                _notes(10), "When?", compress_async=Analyst(), conversation_messages=history
+            ),
+            await compiler.compile_async(_notes(10), "When?", compress_fn=summarise),
+            await compiler.compile_async(
+                _notes(10), "When?", compress_async=as_preflight_analyst(summarise)
+            ),
+        ]
+
+    analyst, fn, wrapped = asyncio.run(run())
+    assert analyst.ref_map == {2: "n2"}
+    assert analyst.messages[1:3] == _history(1, words=2)
+    assert fn.ref_map == wrapped.ref_map == {4: "n4"}
+    assert fn.messages == wrapped.messages
+
+
+def test_preflight_analyst_model_defaults_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert ContextCompiler(100).preflight_analyst_model == "openai/gpt-4o-mini"
+    assert ContextCompiler(100, preflight_analyst_model="x/y").preflight_analyst_model == "x/y"
+    monkeypatch.setenv("PREFLIGHT_ANALYST_MODEL", "local/llama")
+    assert ContextCompiler(100).preflight_analyst_model == "local/llama"
