@@ -522,3 +522,37 @@ def test_module_entry_point_returns_the_exit_code() -> None:
     )
     assert done.returncode == 2
     assert "expected 'id|tier|content'" in done.stderr
+
+
+def test_marked_cache_mode_shows_the_breakpoint_inside_the_system_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "h.json"
+    path.write_text(json.dumps(_history(60)), encoding="utf-8")
+    args = [
+        "--max-tokens",
+        "3000",
+        "--model-id",
+        "anthropic/claude-sonnet-4-5",
+        "--history-file",
+        str(path),
+    ]
+    code, out, _ = _run(capsys, "inspect", "--user-message", QUESTION, *args)
+    assert code == 0
+    md = _inspect_json(capsys, *args)["metadata"]
+    assert md["cache_mode"] == "marked"
+    core_point = md["cache_breakpoints"][0]
+    assert core_point["reason"] == "core" and core_point["chars"] == md["core_chars"]
+    expected = (
+        f"breakpoint inside message 0 at char {core_point['chars']:,}: "
+        f"{core_point['tokens']:,} tokens (core)"
+    )
+    assert expected in out
+
+
+def test_token_scale_shrinks_the_counted_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    payload = _inspect_json(capsys, *MEMORIES, "--max-tokens", "2000", "--token-scale", "2")
+    md = payload["metadata"]
+    assert md["token_scale"] == 2.0
+    assert md["tokens_budget_counted"] == 1000
+    assert md["token_count"] + md["message_framing_tokens"] <= 1000

@@ -206,4 +206,4 @@ def test_final_turn_is_shown_abbreviated() -> None:
     last = _run().turns[-1].result
     shown = {int(m.group(1)) for m in (re.match(r"^  \[\s*(\d+)\]", ln) for ln in lines) if m}
     assert shown == set(range(len(last.messages)))
-    assert all(len(line) <= 120 for line in lines)
+    assert all(len(line) <= 100 for line in text.splitlines())

@@ -219,7 +219,7 @@ def _load_history(path: str) -> list[Message]:
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise _UsageError(f"--history-file {path}: cannot read it ({exc.strerror})") from exc
+        raise _UsageError(f"--history-file {path}: cannot read it ({exc.strerror or exc})") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise _UsageError(f"--history-file {path}: not valid UTF-8 JSON ({exc})") from exc
     if isinstance(raw, dict) and "messages" in raw:
@@ -368,7 +368,9 @@ def _run_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         try:
             Path(args.html).write_text(page, encoding="utf-8")
         except OSError as exc:
-            raise _UsageError(f"--html {args.html}: cannot write it ({exc.strerror})") from exc
+            raise _UsageError(
+                f"--html {args.html}: cannot write it ({exc.strerror or exc})"
+            ) from exc
     if args.json:
         payload = result.to_debug_dict()
         payload["compiled_messages"] = result.messages
@@ -542,17 +544,18 @@ def _cache_lines(result: CompileResult) -> list[str]:
     used = "yes" if md.get("prompt_cache_used") else "no"
     reason = ""
     if not md.get("prompt_cache_used"):
-        if md.get("cache_mode") is None:
-            reason = " (no model with prompt caching given)"
+        if not md.get("model_id"):
+            reason = " (no --model-id given)"
+        elif md.get("cache_mode") is None:
+            reason = " (the capability map lists no prompt caching for this model)"
         elif pricing is not None:
             reason = f" (prefix {prefix:,} tokens, model minimum {pricing.min_tokens:,})"
     out = [f"mode: {md.get('cache_mode') or 'none'}; prompt cache used: {used}{reason}"]
     for bp in points:
-        extra = f", {bp['chars']} chars into the message" if "chars" in bp else ""
-        out.append(
-            f"breakpoint after message {bp['message_index']}: {bp['tokens']:,} tokens "
-            f"({bp['reason']}{extra})"
-        )
+        where = f"after message {bp['message_index']}"
+        if "chars" in bp:
+            where = f"inside message {bp['message_index']} at char {bp['chars']:,}"
+        out.append(f"breakpoint {where}: {bp['tokens']:,} tokens ({bp['reason']})")
     sent = _sent_tokens(result)
     out.append(
         f"cacheable prefix: {prefix:,} of {sent:,} tokens sent "
@@ -594,17 +597,17 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:15px;margin:28px 0 10px}
 .stats{display:flex;gap:14px;flex-wrap:wrap}
 .stat{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:8px 14px;min-width:120px}
 .stat b{display:block;font-size:18px}.stat span{color:#5b6474;font-size:12px}
-.barwrap{position:relative;margin:34px 0 58px}
+.barwrap{position:relative;margin:78px 0 58px}
 .bar{display:flex;height:54px;border-radius:6px;overflow:hidden;border:1px solid #c9ced8;
   background:repeating-linear-gradient(45deg,#fff,#fff 6px,#eef0f4 6px,#eef0f4 12px)}
 .region{color:#fff;font-size:12px;padding:4px 6px;box-sizing:border-box;overflow:hidden;
   white-space:nowrap;border-right:1px solid rgba(255,255,255,.6)}
 .region b{display:block;font-size:13px}
 .framing{background:#9aa1ad}
-.mark{position:absolute;top:-8px;bottom:-8px;border-left:2px dashed #111}
-.mark span{position:absolute;white-space:nowrap;font-size:11px;background:#111;color:#fff;
-  padding:1px 5px;border-radius:3px;transform:translateX(-50%)}
-.mark.up span{top:-20px}.mark.down span{bottom:-20px}
+.mark{position:absolute;bottom:-8px;border-left:2px dashed #111}
+.mark span{position:absolute;top:0;white-space:nowrap;font-size:11px;background:#111;color:#fff;
+  padding:1px 5px;border-radius:0 3px 3px 0}
+.mark.flip span{right:0;border-radius:3px 0 0 3px}
 .brace{position:absolute;top:64px;height:8px;border:2px solid #555;border-top:0;
   font-size:12px;color:#333;text-align:center;box-sizing:border-box}
 .brace span{position:relative;top:10px;background:#f6f7f9;padding:0 4px}
@@ -638,22 +641,29 @@ def _render_html(result: CompileResult, anatomy: _Anatomy) -> str:
     segments = []
     for region in _REGIONS:
         n = totals[region]
+        # Narrow segments keep only what fits; the table below has every number.
+        label = f"<b>{n:,}</b>" if n / axis >= 0.025 else ""
+        if n / axis >= 0.08:
+            label += esc(_REGION_LABELS[region])
         segments.append(
             f'<div class="region" data-region="{region}" data-tokens="{n}" '
             f'title="{esc(_REGION_LABELS[region])}: {n:,} tokens" '
-            f'style="width:{_pct(n, axis)};background:{_COLOURS[region]}">'
-            f"<b>{n:,}</b>{esc(_REGION_LABELS[region])}</div>"
+            f'style="width:{_pct(n, axis)};background:{_COLOURS[region]}">{label}</div>'
         )
     segments.append(
         f'<div class="region framing" data-part="framing" data-tokens="{framing}" '
         f'title="message framing: {framing} tokens" style="width:{_pct(framing, axis)}"></div>'
     )
     marks = []
-    for k, (position, bp) in enumerate(_breakpoint_positions(result, anatomy)):
-        side = "up" if k % 2 == 0 else "down"
+    positions = _breakpoint_positions(result, anatomy)
+    for k, (position, bp) in enumerate(positions):
+        # The leftmost label sits highest so no dashed line crosses a label; labels near the
+        # right edge open to the left.
+        flip = " flip" if position / axis > 0.7 else ""
         marks.append(
-            f'<div class="mark {side}" data-breakpoint="{esc(str(bp["reason"]))}" '
-            f'data-tokens="{bp["tokens"]}" style="left:{_pct(position, axis)}">'
+            f'<div class="mark{flip}" data-breakpoint="{esc(str(bp["reason"]))}" '
+            f'data-tokens="{bp["tokens"]}" '
+            f'style="left:{_pct(position, axis)};top:{-8 - 20 * (len(positions) - k)}px">'
             f"<span>cache breakpoint: {esc(str(bp['reason']))} "
             f"({int(bp['tokens']):,} tok)</span></div>"
         )
@@ -743,7 +753,7 @@ def _messages_html(result: CompileResult, anatomy: _Anatomy) -> str:
         body = "".join(
             f'<div class="piece" style="border-color:{_COLOURS[p.region]}">'
             f"<small>{esc(_REGION_LABELS[p.region])}: {_plural(p.tokens, 'token')}</small>"
-            f"<pre>{esc(_abbreviate(p.text.strip(), 1200))}</pre></div>"
+            f"<pre>{esc(_abbreviate(p.text.strip(), 20_000))}</pre></div>"
             for p in pieces
         )
         out.append(

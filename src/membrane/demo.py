@@ -31,6 +31,7 @@ DEFAULT_BUDGET = 3000
 DEFAULT_MODEL = "openai/gpt-4o"
 # Memories offered per turn besides the procedural ones, which are always offered.
 _RETRIEVED_PER_TURN = 3
+_CLIP = 52
 _STOPWORD_TEXT = (
     "about after also and any are because been before but can could did does each every for "
     "from had has have how into its just like more most not now only our over should some "
@@ -171,7 +172,7 @@ def run_demo(
 # ---------------------------------------------------------------------- report
 
 _HEAD = (
-    f"{'':5}{'tokens per region (content)':^42}  {'sent':>13}  {'memories':^10} "
+    f"{'':5}{'tokens per region (content)':^37}   {'sent':>13}  {'memories':^10} "
     f"{'history':^9} {'prefix':>6}  {'prefix vs':<9}\n"
     f"{'turn':>4} {'core':>6}{'index':>6}{'hist':>6}{'mem':>6}{'recall':>7}{'turn':>6}   "
     f"{'total/budget':>13}  {'kept/th/dr':^10} {'drop/rec':^9} {'share':>6}  "
@@ -228,18 +229,19 @@ def _final_messages(report: TurnReport) -> list[str]:
         message = report.result.messages[piece.message_index]
         role = str(message.get("role"))
         if message.get("tool_calls"):
-            role += " (tool call)"
+            role += " (tool)"
         head = (
-            f"  [{piece.message_index:>2}] {role:<21} {labels[piece.region]:<15}{piece.tokens:>5}  "
+            f"  [{piece.message_index:>2}] {role:<16} {labels[piece.region]:<14}{piece.tokens:>5}  "
         )
         lines = [ln for ln in piece.text.strip().splitlines() if ln.strip()]
         if piece.region in ("index", "memories", "recall") and len(lines) > 1:
-            out.append(head + _clip(lines[0], 60))
-            out.extend(f"{'':53}{_clip(ln, 60)}" for ln in lines[1:4])
+            out.append(head + _clip(lines[0], _CLIP))
+            out.extend(f"{'':{len(head)}}{_clip(ln, _CLIP)}" for ln in lines[1:4])
             if len(lines) > 4:
-                out.append(f"{'':53}... {len(lines) - 4} more lines")
+                more = len(lines) - 4
+                out.append(f"{'':{len(head)}}... {more} more line{'s' if more > 1 else ''}")
         else:
-            out.append(head + _clip(piece.text, 60))
+            out.append(head + _clip(piece.text, _CLIP))
     return out
 
 
@@ -252,14 +254,18 @@ def render_report(run: DemoRun) -> str:
     }
     lines = [
         f"Membrane demo: a {len(run.turns)}-turn engineering support chat, compiled turn by turn",
-        f"model {run.model_id}, budget {run.budget:,} tokens, token scale 1.0 (fixed), "
-        f"{len(store)} memories in the store ({kinds['procedural']} procedural, "
-        f"{kinds['semantic']} semantic, {kinds['episodic']} episodic); each turn offers the "
-        f"procedures and up to {_RETRIEVED_PER_TURN} others that share words with the question",
+        *textwrap.wrap(
+            f"model {run.model_id}, budget {run.budget:,} tokens, token scale 1.0 (fixed). "
+            f"{len(store)} memories in the store ({kinds['procedural']} procedural, "
+            f"{kinds['semantic']} semantic, {kinds['episodic']} episodic); each turn offers the "
+            f"procedures and up to {_RETRIEVED_PER_TURN} others that share words with the "
+            "question.",
+            width=100,
+        ),
         "",
-        _HEAD,
+        *(line.rstrip() for line in _HEAD.splitlines()),
     ]
-    lines += [_row(t, run) for t in run.turns]
+    lines += [_row(t, run).rstrip() for t in run.turns]
     lines += [
         "",
         *textwrap.wrap(
@@ -286,8 +292,8 @@ def render_report(run: DemoRun) -> str:
         f"  turns over budget        {run.turns_over_budget} (largest turn "
         f"{largest.sent_tokens:,} of {run.budget:,}, turn {largest.turn})",
         f"  history cuts             {len(run.cut_turns)} (turns {cuts}); "
-        f"{final['history_messages_dropped']} messages out of the window by the last turn, "
-        f"indexed in {final['history_index_lines']} lines",
+        f"{final['history_messages_dropped']} messages dropped by the end, "
+        f"{final['history_index_lines']} index lines",
         f"  recall                   {len(run.recall_turns)} turns brought back "
         f"{sum(int(t.result.metadata['history_messages_recalled']) for t in run.turns)} "
         "passages of dropped history",
