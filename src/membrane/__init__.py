@@ -36,6 +36,7 @@ from membrane.errors import (
 )
 from membrane.interrupt import (
     INTERRUPT_INSTRUCTION,
+    InterruptStreamDetector,
     contains_interrupt,
     parse_interrupt,
     strip_all_interrupts,
@@ -86,6 +87,7 @@ __all__ = [
     "GlaciatedPrompt",
     "INTERRUPT_INSTRUCTION",
     "InMemoryStateStore",
+    "InterruptStreamDetector",
     "InvalidInputError",
     "KernelMemoryObject",
     "KernelMemoryRecord",

@@ -46,7 +46,7 @@ from membrane.text.keyframes import keyframe
 from membrane.text.relevance import CombinedStats, TermStats
 from membrane.text.semantic import Embedder, SemanticRanker
 from membrane.tokenizers import MemoizedCounter, TiktokenAdapter, TokenCounter
-from membrane.tokenizers._calibration import ScaleCalibration
+from membrane.tokenizers._calibration import ScaleCalibration, counted_budget
 
 if TYPE_CHECKING:
     from membrane.profile import MembraneProfile
@@ -401,7 +401,7 @@ class ContextCompiler:
             count=self._counter(tokenizer_registry).count,
             budget=budget,
             scale=scale,
-            budget_counted=int(budget / scale),
+            budget_counted=counted_budget(budget, scale),
             conversation=conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION,
             use_caching=use_prompt_caching_split,
             debug=debug,

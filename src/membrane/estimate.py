@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 from membrane.errors import InvalidInputError
+from membrane.tokenizers._calibration import provider_tokens
 
 if TYPE_CHECKING:
     from membrane.compiler import CompileResult, CostQuote
@@ -28,7 +29,7 @@ def quote_for(result: CompileResult, price_per_1k_input_tokens: float) -> CostQu
         )
     md = result.metadata
     counted = int(md["token_count"]) + int(md.get("message_framing_tokens", 0))
-    total = math.ceil(counted * float(md.get("token_scale", 1.0)))
+    total = provider_tokens(counted, float(md.get("token_scale", 1.0)))
     strategies = []
     if md.get("segments_kept", 0) < md.get("segments_offered", 0):
         strategies.append("memories_dropped")

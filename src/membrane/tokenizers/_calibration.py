@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
+from fractions import Fraction
 from typing import Any
 
-__all__ = ["SCALE_STEP", "ScaleCalibration"]
+__all__ = ["SCALE_STEP", "ScaleCalibration", "counted_budget", "provider_tokens"]
 
 SCALE_STEP = 0.05
 _FALL_THRESHOLD = 0.1 - 1e-9
@@ -68,3 +69,17 @@ class ScaleCalibration:
             mean=float(data.get("mean", 0.0)),
             variance=float(data.get("variance", 0.0)),
         )
+
+
+def counted_budget(budget: int, scale: float) -> int:
+    """``budget / scale`` rounded down, computed on the scale's decimal value.
+
+    Binary floats make ``8800 / 1.1`` come out as 7999.99…; reading the scale as the decimal
+    a person wrote keeps an exact quotient exact.
+    """
+    return math.floor(Fraction(budget) / Fraction(repr(float(scale))))
+
+
+def provider_tokens(counted: int, scale: float) -> int:
+    """``counted * scale`` rounded up, on the scale's decimal value."""
+    return math.ceil(Fraction(counted) * Fraction(repr(float(scale))))
