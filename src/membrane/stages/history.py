@@ -171,7 +171,8 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
     densest sentence of that span under ``frame_tokens``). Further sentences that carry a rare
     word join, densest first, while the line stays under ``frame_tokens`` times the square
     root of the message's length in 50-token steps: a message stating several facts keeps
-    several, a long paste keeps more without taking over the index. Sentences are joined in their original order.
+    several, a long paste keeps more without taking over the index. Sentences are joined in
+    their original order.
     """
     sentences = split_sentences(text)
     if not sentences:
