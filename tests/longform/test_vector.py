@@ -232,24 +232,40 @@ def test_negative_min_score_never_drops_the_best_hit() -> None:
 
 
 # Vectors on a coarse integer grid give exact ties and scores that sit right on the floors.
-grid_vector = st.lists(st.integers(-3, 3).map(float), min_size=4, max_size=4)
+def grid_vectors(dim: int) -> st.SearchStrategy[list[float]]:
+    return st.lists(st.integers(-3, 3).map(float), min_size=dim, max_size=dim)
+
+
+B64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+@st.composite
+def mutated(draw: st.DrawFn, encoded: str) -> str:
+    """The same text with one character replaced: same length, often no longer valid."""
+    position = draw(st.integers(0, len(encoded) - 1))
+    char = draw(st.sampled_from(B64_CHARS[:3] + "=!" + B64_CHARS[-2:]))
+    return encoded[:position] + char + encoded[position + 1 :]
 
 
 @st.composite
 def search_cases(draw: st.DrawFn) -> tuple[list[float], list[tuple[str, Any]], dict[str, Any]]:
-    query = draw(grid_vector.filter(any))
+    # Dimensions 3, 4 and 5 cover base64 with no padding, "==" and "=".
+    dim = draw(st.sampled_from([3, 4, 5]))
+    query = draw(grid_vectors(dim).filter(any))
     rows: list[tuple[str, Any]] = []
     for i in range(draw(st.integers(0, 40))):
-        kind = draw(st.sampled_from(["grid", "grid", "grid", "float", "dim", "corrupt"]))
+        kind = draw(st.sampled_from(["grid", "grid", "grid", "float", "dim", "mutant", "junk"]))
         if kind == "grid":
-            rows.append((f"r{i}", encode_vector(draw(grid_vector))))
+            rows.append((f"r{i}", encode_vector(draw(grid_vectors(dim)))))
         elif kind == "float":
-            vec = draw(st.lists(finite_components, min_size=4, max_size=4))
+            vec = draw(st.lists(finite_components, min_size=dim, max_size=dim))
             rows.append((f"r{i}", encode_vector(vec)))
         elif kind == "dim":
-            rows.append((f"r{i}", encode_vector([*draw(grid_vector), 1.0])))
+            rows.append((f"r{i}", encode_vector([*draw(grid_vectors(dim)), 1.0])))
+        elif kind == "mutant":
+            rows.append((f"r{i}", draw(mutated(encode_vector(draw(grid_vectors(dim)))))))
         else:
-            rows.append((f"r{i}", draw(st.sampled_from(["", "!!", "AAAAAAA=", None]))))
+            rows.append((f"r{i}", draw(st.sampled_from(["", "!!", "AAAAAAA=", None, 7]))))
     kwargs = {
         "k": draw(st.integers(0, 8)),
         "min_score": draw(st.sampled_from([0.2, 0.0, -1.0, 0.5, 1 / 3])),
@@ -268,9 +284,9 @@ def reference_search(
         vec = decode_vector(encoded)
         if vec is None or len(vec) != len(unit):
             continue
-        score = 0.0
-        for a, b in zip(unit, vec, strict=True):
-            score += a * b
+        # The same arithmetic as the library (Python's float sum), so that scores sitting
+        # exactly on a floor fall on the same side; this reference checks the selection rules.
+        score = sum(a * b for a, b in zip(unit, vec, strict=True))
         if score >= min_score:
             scored.append((index, name, score))
     scored.sort(key=lambda t: (-t[2], t[0]))
@@ -316,6 +332,46 @@ def test_numpy_and_pure_agree_on_realistic_vectors(seed: int, count: int, dim: i
         pure = search_top_k(query, rows, lambda r: r[1], k=k, use_numpy=False)
         fast = search_top_k(query, rows, lambda r: r[1], k=k, use_numpy=True)
         assert [(h.row[0], h.score) for h in fast] == [(h.row[0], h.score) for h in pure]
+
+
+@pytest.mark.skipif(not numpy_available(), reason="NumPy is a dev dependency")
+@given(
+    st.sampled_from([1, 2, 3, 4, 5, 6]).flatmap(
+        lambda dim: st.tuples(
+            st.just(dim),
+            st.lists(
+                st.one_of(
+                    st.text(
+                        alphabet=B64_CHARS + "=!é",
+                        min_size=4 * -(-4 * dim // 3),
+                        max_size=4 * -(-4 * dim // 3),
+                    ),
+                    grid_vectors(dim).map(encode_vector),
+                    grid_vectors(dim).map(encode_vector).flatmap(mutated),
+                    st.text(alphabet=B64_CHARS + "=", max_size=12),
+                ),
+                max_size=30,
+            ),
+        )
+    )
+)
+def test_vectorised_decoding_accepts_exactly_what_decode_vector_accepts(
+    case: tuple[int, list[str]],
+) -> None:
+    dim, texts = case
+    positions, matrix = vector_module._decode_matrix(list(texts), dim)
+    expected = {}
+    for i, text in enumerate(texts):
+        raw = vector_module._raw_bytes(text)
+        if raw is not None and len(raw) == 4 * dim:
+            expected[i] = list(struct.unpack(f"<{dim}f", raw))
+    assert sorted(positions) == sorted(expected)
+    for row, position in enumerate(positions):
+        got = matrix[row].tolist()
+        assert [
+            g == e or (math.isnan(g) and math.isnan(e))
+            for g, e in zip(got, expected[position], strict=True)
+        ] == [True] * dim
 
 
 def test_automatic_choice_without_numpy(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,15 +15,13 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import operator
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from membrane.errors import InvalidInputError
-
-if TYPE_CHECKING:
-    import numpy as np
 
 __all__ = [
     "DEFAULT_K",
@@ -53,11 +51,6 @@ RELATIVE_FLOOR: Final = 0.88
 #: Below this many rows the automatic choice stays on the pure-Python path, where the cost of
 #: building arrays would outweigh the vectorised dot products.
 NUMPY_MIN_ROWS: Final = 64
-
-# Worst-case relative rounding error of a float64 dot product of length d is about d * 2**-53
-# times the sum of |q_i * v_i|; the two paths may round in opposite directions, so the margin
-# allows for twice that, doubled again for safety.
-_ULP_FACTOR: Final = 4.0 * 2.0**-53
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +103,13 @@ def _raw_bytes(encoded: object) -> bytes | None:
     return raw
 
 
+def _floats(raw: bytes) -> tuple[float, ...] | None:
+    values: tuple[float, ...] = struct.unpack(f"<{len(raw) // 4}f", raw)
+    # float32 values cannot overflow a float64 sum, so the sum is finite exactly when every
+    # component is: one pass in C instead of a Python-level check per component.
+    return values if math.isfinite(sum(values)) else None
+
+
 def decode_vector(encoded: str) -> list[float] | None:
     """Decode a wire-format vector.
 
@@ -124,10 +124,8 @@ def decode_vector(encoded: str) -> list[float] | None:
     raw = _raw_bytes(encoded)
     if raw is None:
         return None
-    values = list(struct.unpack(f"<{len(raw) // 4}f", raw))
-    if not all(math.isfinite(x) for x in values):
-        return None
-    return values
+    values = _floats(raw)
+    return None if values is None else list(values)
 
 
 def numpy_available() -> bool:
@@ -140,9 +138,7 @@ def numpy_available() -> bool:
 
 
 def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    total = 0.0
-    for x, y in zip(a, b, strict=True):
-        total += x * y
+    total: float = sum(map(operator.mul, a, b))
     return total
 
 
@@ -180,13 +176,79 @@ def _search_pure(
     rows: Sequence[T],
     get_embedding: Callable[[T], str],
 ) -> list[tuple[int, float]]:
+    width = 4 * len(query)
     scored: list[tuple[int, float]] = []
     for index, row in enumerate(rows):
-        vector = decode_vector(get_embedding(row))
-        if vector is None or len(vector) != len(query):
+        raw = _raw_bytes(get_embedding(row))
+        if raw is None or len(raw) != width:
             continue
-        scored.append((index, _dot(query, vector)))
+        vector = _floats(raw)
+        if vector is not None:
+            scored.append((index, _dot(query, vector)))
     return scored
+
+
+_B64_ALPHABET: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_PAD_VALUE: Final = 64
+_INVALID: Final = 255
+# Rows decoded per NumPy batch: bounds the temporary arrays to a few megabytes.
+_DECODE_BATCH: Final = 1024
+
+
+def _decode_matrix(encoded: list[object], dimension: int) -> tuple[list[int], Any]:
+    """Decode the rows that hold a vector of ``dimension`` into one float32 matrix.
+
+    Returns the positions (in ``encoded``) of the usable rows and the matrix, in that order.
+    Well-formed rows of the expected length are decoded together with array operations;
+    anything else goes through the same scalar check as the pure path, so exactly the same
+    rows are accepted.
+    """
+    import numpy as np
+
+    width = 4 * dimension
+    length = 4 * -(-width // 3)
+    padding = (3 - width % 3) % 3
+    fast = [
+        i
+        for i, text in enumerate(encoded)
+        if isinstance(text, str) and len(text) == length and text.isascii()
+    ]
+    blocks: list[Any] = []
+    slow: list[int] = sorted(set(range(len(encoded))) - set(fast))
+    accepted: list[int] = []
+
+    if fast:
+        lut = np.full(256, _INVALID, dtype=np.uint8)
+        lut[np.frombuffer(_B64_ALPHABET, dtype=np.uint8)] = np.arange(64, dtype=np.uint8)
+        lut[ord("=")] = _PAD_VALUE
+        texts = "".join(str(encoded[i]) for i in fast).encode("ascii")
+        chars = np.frombuffer(texts, dtype=np.uint8).reshape(len(fast), length)
+        for start in range(0, len(fast), _DECODE_BATCH):
+            values = lut[chars[start : start + _DECODE_BATCH]]
+            good = values[:, : length - padding].max(axis=1) < _PAD_VALUE
+            if padding:
+                good &= (values[:, length - padding :] == _PAD_VALUE).all(axis=1)
+                values[:, length - padding :] = 0
+            quads = values.reshape(len(values), -1, 4)
+            triples = np.empty((len(values), quads.shape[1], 3), dtype=np.uint8)
+            triples[..., 0] = (quads[..., 0] << 2) | (quads[..., 1] >> 4)
+            triples[..., 1] = ((quads[..., 1] & 15) << 4) | (quads[..., 2] >> 2)
+            triples[..., 2] = ((quads[..., 2] & 3) << 6) | quads[..., 3]
+            decoded = triples.reshape(len(values), -1)[:, :width]
+            kept = np.flatnonzero(good)
+            blocks.append(decoded[kept])
+            accepted.extend(fast[start + i] for i in kept.tolist())
+            slow.extend(fast[start + i] for i in np.flatnonzero(~good).tolist())
+
+    for i in sorted(slow):
+        raw = _raw_bytes(encoded[i])
+        if raw is not None and len(raw) == width:
+            blocks.append(np.frombuffer(raw, dtype=np.uint8).reshape(1, width))
+            accepted.append(i)
+    if not accepted:
+        return [], np.empty((0, dimension), dtype=np.float32)
+    matrix = np.concatenate(blocks).view("<f4").astype(np.float32, copy=False)
+    return accepted, matrix
 
 
 def _search_numpy(
@@ -197,46 +259,44 @@ def _search_numpy(
     min_score: float,
     relative_floor: float,
 ) -> list[tuple[int, float]]:
-    """Score every row with one matrix product, then re-score the few that can win exactly.
+    """Score every row with one float32 matrix product, then re-score exactly the few that can
+    still win.
 
-    NumPy sums in a different order than the pure loop, so its scores may differ in the last
-    bits. Each approximate score gets an error bound; any row whose bound overlaps a decision
-    (a floor or the k-th place) is re-scored with the pure loop, so the outcome is identical.
+    The product rounds differently from the pure path. Each approximate score gets a bound on
+    that difference; every row whose bound overlaps a decision (a floor or the k-th place) is
+    re-scored with the pure path's own arithmetic, so the hits and their scores are identical.
     """
     import numpy as np
 
-    width = 4 * len(query)
-    indices: list[int] = []
-    chunks: list[bytes] = []
-    for index, row in enumerate(rows):
-        raw = _raw_bytes(get_embedding(row))
-        if raw is not None and len(raw) == width:
-            indices.append(index)
-            chunks.append(raw)
-    if not chunks:
+    dimension = len(query)
+    positions, matrix = _decode_matrix([get_embedding(row) for row in rows], dimension)
+    if not positions:
         return []
-    matrix = np.frombuffer(b"".join(chunks), dtype="<f4").reshape(len(chunks), len(query))
-    matrix = matrix.astype(np.float64)
-    finite = np.isfinite(matrix).all(axis=1)
-    if not finite.all():
-        matrix = matrix[finite]
-        indices = [index for index, keep in zip(indices, finite.tolist(), strict=True) if keep]
-        chunks = [chunk for chunk, keep in zip(chunks, finite.tolist(), strict=True) if keep]
-        if not indices:
-            return []
-    approx = matrix @ np.asarray(query, dtype=np.float64)
-    margin = _margins(matrix, len(query))
-    upper = approx + margin
-    lower = approx - margin
+    # Squares of float32 values cannot overflow float64, so a row norm is finite exactly when
+    # the row is; NaN and infinite rows drop out here, as decode_vector drops them.
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
+    finite = np.isfinite(norms)
+    approx = (matrix @ np.asarray(query, dtype=np.float32)).astype(np.float64)
+    # Rounding the query to float32 and summing d float32 products each cost at most about
+    # d * 2**-24 relative to |q| |v| (|q| = 1); the pure float64 sum adds far less. Doubled,
+    # plus an absolute term for underflow.
+    unit = 2.0**-24
+    margin = norms * (2.0 * (dimension + 2) * unit / (1.0 - (dimension + 2) * unit)) * 1.01
+    margin += dimension * 2.0**-120
+    wild = ~np.isfinite(approx) | ~np.isfinite(margin) | ((dimension + 2) * unit >= 0.5)
+    approx[wild] = 0.0
+    margin[wild] = np.inf
+    upper = np.where(finite, approx + margin, -np.inf)
+    lower = np.where(finite, approx - margin, -np.inf)
 
-    candidate = upper >= min_score
+    candidate = finite & (upper >= min_score)
     top_lower = float(lower.max())
     if top_lower > 0.0:
         candidate &= upper >= top_lower * relative_floor
     # Rows that certainly pass both floors; the k-th best of their lower bounds is a score any
-    # row in the final top k must be able to reach.
+    # row in the final top k must reach.
     top_upper = float(upper.max())
-    surely = lower >= min_score
+    surely = finite & (lower >= min_score)
     if top_upper > 0.0:
         surely &= lower >= top_upper * relative_floor
     sure_lower = lower[surely]
@@ -246,18 +306,9 @@ def _search_numpy(
 
     exact: list[tuple[int, float]] = []
     for position in np.flatnonzero(candidate).tolist():
-        raw = chunks[position]
-        vector = struct.unpack(f"<{len(raw) // 4}f", raw)
-        exact.append((indices[position], _dot(query, vector)))
+        vector = matrix[position].tolist()
+        exact.append((positions[position], _dot(query, vector)))
     return exact
-
-
-def _margins(matrix: np.ndarray[Any, Any], dimension: int) -> np.ndarray[Any, Any]:
-    import numpy as np
-
-    # |sum q_i v_i| error <= c * d * u * sum |q_i v_i| <= c * d * u * ||q|| * ||v||, ||q|| ~ 1.
-    norms: np.ndarray[Any, Any] = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * 1.01
-    return norms * (_ULP_FACTOR * (dimension + 2)) + 1e-300
 
 
 def search_top_k(
