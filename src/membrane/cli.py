@@ -129,7 +129,7 @@ def _tail_regions(text: str, start: int, user_message: str) -> list[tuple[str, i
         regions.append(("recall", start))
     elif head:
         regions.append(("memories", start))
-        # Memory lines are whitespace-normalised, so the first blank line ends their block.
+        # Memory lines never hold a newline, so no blank line can precede the recall block.
         gap = head.find("\n\n" + RECALL_HEADER)
         if gap >= 0:
             regions.append(("recall", start + gap))
