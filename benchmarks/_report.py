@@ -18,8 +18,8 @@ from typing import Any
 __all__ = [
     "RESULTS_DIR",
     "fmt_ms",
-    "fmt_pct",
     "fmt_num",
+    "fmt_pct",
     "machine",
     "markdown_table",
     "plot_lines",

@@ -27,6 +27,7 @@ __all__ = [
     "Unit",
     "aggregate",
     "invalid_tool_sequence",
+    "percentile",
     "progress",
     "run_conversation",
     "run_units",
@@ -220,7 +221,7 @@ def _worker_init() -> None:
     atexit.register(_close_workers)
 
 
-def _percentile(values: Sequence[float], q: float) -> float:
+def percentile(values: Sequence[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
@@ -268,7 +269,7 @@ def aggregate(runs: Iterable[Run], naive: Iterable[Run]) -> dict[str, Any]:
         out["first_error"] = first_error
     times = [t.compile_ns / 1e6 for t in turns]
     out["compile_ms_median"] = statistics.median(times) if times else float("nan")
-    out["compile_ms_p95"] = _percentile(times, 0.95)
+    out["compile_ms_p95"] = percentile(times, 0.95)
     return out
 
 

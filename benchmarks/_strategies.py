@@ -351,7 +351,7 @@ class LlamaMemory(Strategy):
     def __init__(self) -> None:
         self._chat_message, _, self._memory_cls = _import_llama()
 
-    def start(self, scenario: Scenario) -> None:
+    def _start(self, scenario: Scenario) -> None:
         super().start(scenario)
         self._memory = self._memory_cls.from_defaults(
             session_id=f"bench-{uuid.uuid4().hex}",
@@ -373,7 +373,18 @@ class LlamaMemory(Strategy):
         return Built(messages, elapsed)
 
     def close(self) -> None:
+        memory = getattr(self, "_memory", None)
         self._memory = None
+        engine = getattr(getattr(memory, "sql_store", None), "_async_engine", None)
+        if engine is not None:
+            # The in-memory SQLite connection stays open until its engine is disposed.
+            from llama_index.core.async_utils import asyncio_run
+
+            asyncio_run(engine.dispose())
+
+    def start(self, scenario: Scenario) -> None:
+        self.close()
+        self._start(scenario)
 
 
 class PriomptNode(Strategy):
@@ -438,14 +449,18 @@ class PriomptNode(Strategy):
         return Built(messages, elapsed, info={"priompt_tokens": reply["tokenCount"]})
 
     def close(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            assert self._proc.stdin is not None
-            self._proc.stdin.close()
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-        self._proc = None
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def ensure_priompt() -> None:

@@ -1,0 +1,281 @@
+"""Compile time of Membrane beside LangChain ``trim_messages`` on the same inputs, same run.
+
+    python -m benchmarks.compile_speed [--quick]
+
+(a) Fresh inputs: a new compiler for every call, 10 / 100 / 1,000 history messages, 8 memories.
+(b) The hard suite's 80-turn chat: one compiler per conversation, per-turn time.
+(c) Per-turn time around 100 / 1,000 / 10,000 history messages, one compiler, turns appended.
+
+Times are ``time.perf_counter_ns`` around the call alone, after warm-up runs; medians and 95th
+percentiles over many repetitions. Wall-clock numbers drift between runs on a shared machine:
+read the ratio to LangChain measured in the same process, not the bare milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from benchmarks._report import machine, write_result
+from benchmarks._runner import percentile
+from benchmarks._scenarios import HARD_SCENARIOS, Scenario, Turn, build_scenario
+from benchmarks._strategies import LangChainTrim, StrategyUnavailable, make_strategy
+from benchmarks._suite import command_line
+
+__all__ = ["main"]
+
+BUDGET = 6000
+
+
+def _history(scenario: Scenario, upto: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for turn in scenario.turns:
+        if len(out) >= upto:
+            break
+        out.append({"role": "user", "content": turn.user_message})
+        out.extend(dict(m) for m in turn.reply)
+    return out[:upto]
+
+
+def _long_scenario(messages: int, seed: int = 1) -> Scenario:
+    # Every turn adds at least two messages; a few more turns than needed leave room to append.
+    spec = replace(HARD_SCENARIOS["long_chat"], turns=messages // 2 + 60, budget=BUDGET)
+    return build_scenario(spec, seed)
+
+
+def _stats(ns: Sequence[int]) -> tuple[float, float]:
+    ms = [n / 1e6 for n in ns]
+    return statistics.median(ms), percentile(ms, 0.95)
+
+
+def _membrane() -> tuple[Any, Any]:
+    try:
+        from membrane import ContextCompiler, MemoryItem
+    except ImportError as exc:
+        raise SystemExit(f"membrane cannot be imported: {exc}") from exc
+    return ContextCompiler, MemoryItem
+
+
+def _memory_items(turn: Turn, memory_cls: Any) -> list[Any]:
+    return [
+        memory_cls(id=m.id, content=m.content, memory_type=m.memory_type, priority=m.priority)
+        for m in turn.memories
+    ]
+
+
+def fresh(sizes: Sequence[int], reps: dict[int, int]) -> list[dict[str, Any]]:
+    """(a) A new compiler per call against trim_messages on the raw dicts, same inputs."""
+    return [_fresh_one(n, reps[n]) for n in sizes]
+
+
+def _fresh_one(n: int, reps: int) -> dict[str, Any]:
+    compiler_cls, memory_cls = _membrane()
+    from langchain_core.messages import trim_messages
+    from langchain_core.messages.utils import convert_to_openai_messages
+
+    from benchmarks._strategies import memory_block
+    from benchmarks._tokens import count_message
+
+    scenario = _long_scenario(n)
+    history = _history(scenario, n)
+    turn = scenario.turns[len(history) // 2]
+    memories = _memory_items(turn, memory_cls)
+    system = scenario.system_prompt
+    lc_input = [
+        {"role": "system", "content": system + memory_block(turn.memories)},
+        *history,
+        {"role": "user", "content": turn.user_message},
+    ]
+
+    def lc_count(messages: list[Any]) -> int:
+        return sum(count_message(m) for m in convert_to_openai_messages(messages))
+
+    def run_membrane() -> None:
+        compiler = compiler_cls(
+            max_tokens=BUDGET, model_id="openai/gpt-4o", core_content=system, token_scale=1.0
+        )
+        compiler.compile(
+            memories=memories, conversation_messages=history, user_message=turn.user_message
+        )
+
+    def run_langchain() -> None:
+        trim_messages(
+            lc_input,
+            max_tokens=BUDGET,
+            token_counter=lc_count,
+            strategy="last",
+            include_system=True,
+            start_on="human",
+            allow_partial=False,
+        )
+
+    mm, mp = _stats(_repeat(run_membrane, reps))
+    lm, lp = _stats(_repeat(run_langchain, reps))
+    print(
+        f"  fresh {len(history):>5} messages: membrane {mm:.2f} ms, langchain {lm:.2f} ms",
+        file=sys.stderr,
+    )
+    return {
+        "history_messages": len(history),
+        "repetitions": reps,
+        "membrane_ms_median": mm,
+        "membrane_ms_p95": mp,
+        "langchain_ms_median": lm,
+        "langchain_ms_p95": lp,
+        "ratio_median": mm / lm if lm else None,
+    }
+
+
+def _repeat(fn: Callable[[], None], reps: int, warmup: int = 3) -> list[int]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    gc.collect()
+    for _ in range(reps):
+        t0 = time.perf_counter_ns()
+        fn()
+        out.append(time.perf_counter_ns() - t0)
+    return out
+
+
+def _conversation_times(
+    name: str, scenario: Scenario, start: int, turns: int, warmup: int
+) -> list[int]:
+    """Per-turn build time of one strategy, one instance reused, from message ``start`` on."""
+    strategy = make_strategy(name)
+    strategy.start(scenario)
+    history: list[dict[str, Any]] = []
+    times: list[int] = []
+    done = 0
+    for turn in scenario.turns:
+        if len(history) >= start:
+            built = strategy.build(list(history), turn)
+            if done >= warmup:
+                times.append(built.compile_ns)
+            done += 1
+            if done >= warmup + turns:
+                break
+        history.append({"role": "user", "content": turn.user_message})
+        history.extend(dict(m) for m in turn.reply)
+    strategy.close()
+    return times
+
+
+def chat_80(seeds: int, passes: int) -> dict[str, Any]:
+    """(b) Every turn of the 80-turn chat, one compiler per conversation."""
+    m_ns: list[int] = []
+    l_ns: list[int] = []
+    spec = HARD_SCENARIOS["long_chat"]
+    for seed in range(1, seeds + 1):
+        scenario = build_scenario(spec, seed)
+        # One discarded pass warms imports, the encoding and the allocator.
+        _conversation_times("membrane", scenario, 0, spec.turns, 0)
+        _conversation_times("langchain", scenario, 0, spec.turns, 0)
+        for _ in range(passes):
+            gc.collect()
+            m_ns += _conversation_times("membrane", scenario, 0, spec.turns, 0)
+            gc.collect()
+            l_ns += _conversation_times("langchain", scenario, 0, spec.turns, 0)
+    mm, mp = _stats(m_ns)
+    lm, lp = _stats(l_ns)
+    print(f"  80-turn chat: membrane {mm:.2f} ms, langchain {lm:.2f} ms", file=sys.stderr)
+    return {
+        "seeds": seeds,
+        "passes_per_seed": passes,
+        "turns_measured": len(m_ns),
+        "membrane_ms_median": mm,
+        "membrane_ms_p95": mp,
+        "membrane_ms_mean": statistics.fmean(n / 1e6 for n in m_ns),
+        "langchain_ms_median": lm,
+        "langchain_ms_p95": lp,
+        "ratio_median": mm / lm if lm else None,
+    }
+
+
+def growing(sizes: Sequence[int], turns: int, warmup: int, passes: int) -> list[dict[str, Any]]:
+    """(c) A reused compiler around ``n`` history messages, measuring appended turns."""
+    out = []
+    for n in sizes:
+        scenario = _long_scenario(n + 2 * (turns + warmup) + 20)
+        m_ns: list[int] = []
+        l_ns: list[int] = []
+        for _ in range(passes):
+            gc.collect()
+            m_ns += _conversation_times("membrane", scenario, n, turns, warmup)
+            gc.collect()
+            l_ns += _conversation_times("langchain", scenario, n, turns, warmup)
+        mm, mp = _stats(m_ns)
+        lm, lp = _stats(l_ns)
+        out.append(
+            {
+                "history_messages": n,
+                "turns_measured": len(m_ns),
+                "membrane_ms_median": mm,
+                "membrane_ms_p95": mp,
+                "langchain_ms_median": lm,
+                "langchain_ms_p95": lp,
+                "ratio_median": mm / lm if lm else None,
+            }
+        )
+        print(
+            f"  growing ~{n:>5} messages: membrane {mm:.2f} ms, langchain {lm:.2f} ms",
+            file=sys.stderr,
+        )
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.compile_speed", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke runs)")
+    parser.add_argument("--no-write", action="store_true", help="print only, write no JSON")
+    args = parser.parse_args(argv)
+    try:
+        LangChainTrim()
+    except StrategyUnavailable as exc:
+        raise SystemExit(f"compile_speed needs langchain-core as its reference: {exc}") from exc
+
+    t0 = time.perf_counter()
+    if args.quick:
+        reps = {10: 20, 100: 10, 1000: 3}
+        a = fresh((10, 100, 1000), reps)
+        b = chat_80(seeds=1, passes=1)
+        c = growing((100, 1000), turns=10, warmup=3, passes=1)
+    else:
+        reps = {10: 300, 100: 100, 1000: 20}
+        a = fresh((10, 100, 1000), reps)
+        b = chat_80(seeds=5, passes=3)
+        c = growing((100, 1000, 10_000), turns=40, warmup=5, passes=3)
+    payload = {
+        "suite": "compile_speed",
+        "command": command_line(),
+        "machine": machine(),
+        "elapsed_seconds": round(time.perf_counter() - t0, 1),
+        "budget": BUDGET,
+        "notes": (
+            "Membrane: ContextCompiler(max_tokens=6000, model_id='openai/gpt-4o', token_scale=1.0)"
+            ".compile(...). LangChain: trim_messages(strategy='last', include_system=True, "
+            "start_on='human') with the harness's cl100k counter plus 3 tokens a message; in (a) "
+            "on the raw dicts with no memo, in (b) and (c) on message objects kept across turns "
+            "with counts memoised per message, as the hard suite runs it."
+        ),
+        "fresh": a,
+        "chat_80_turns": b,
+        "growing": c,
+    }
+    if not args.no_write:
+        print(f"wrote {write_result('compile_speed', payload)}", file=sys.stderr)
+
+    from benchmarks.tables import compile_speed_tables
+
+    print(compile_speed_tables(payload))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
