@@ -123,9 +123,20 @@ def test_entities_are_ordered_by_importance(store: LongformStore) -> None:
     store.put_entity("Tomas", "cook", importance=1)
     store.put_entity("Mara", "captain, wounded", importance=4, last_seen_chapter=10)
     assert [e.name for e in store.entities()] == ["Ilse", "Mara", "Tomas"]
-    assert store.entities(limit=1) == [Entity("Ilse", "navigator", 5.0, 9)]
+    assert store.entities(limit=1) == [Entity("Ilse", "navigator", 5.0, 9, 0)]
     with pytest.raises(InvalidInputError):
         store.put_entity("", "nameless")
+
+
+def test_entities_first_seen_later_stay_out_of_earlier_blocks(store: LongformStore) -> None:
+    store.put_entity("Mara", "captain", importance=1, first_seen_chapter=1)
+    store.put_entity("Oren", "stowaway", importance=9, first_seen_chapter=30)
+    store.put_entity("Ilse", "navigator")  # undated: always eligible
+    assert [e.name for e in store.entities(before_chapter=30)] == ["Mara", "Ilse"]
+    assert [e.name for e in store.entities(before_chapter=31)] == ["Oren", "Mara", "Ilse"]
+    early = [e.name for e in store.memory_block(10).result.entity.kept]
+    late = [e.name for e in store.memory_block(40).result.entity.kept]
+    assert (early, late) == (["Mara", "Ilse"], ["Oren", "Mara", "Ilse"])
 
 
 # ---------------------------------------------------------------- schema, durability, locking

@@ -80,10 +80,11 @@ _MIGRATIONS: Final[tuple[str, ...]] = (
         embedding TEXT
     );
     CREATE TABLE IF NOT EXISTS entities (
-        name              TEXT PRIMARY KEY,
-        description       TEXT NOT NULL,
-        importance        REAL NOT NULL DEFAULT 0,
-        last_seen_chapter INTEGER NOT NULL DEFAULT 0
+        name               TEXT PRIMARY KEY,
+        description        TEXT NOT NULL,
+        importance         REAL NOT NULL DEFAULT 0,
+        last_seen_chapter  INTEGER NOT NULL DEFAULT 0,
+        first_seen_chapter INTEGER NOT NULL DEFAULT 0
     );
     CREATE INDEX IF NOT EXISTS entities_by_importance
         ON entities (importance DESC, last_seen_chapter DESC, name);
@@ -115,12 +116,17 @@ class ChapterSummary:
 
 @dataclass(frozen=True, slots=True)
 class Entity:
-    """A character, place or object worth remembering; higher ``importance`` is kept first."""
+    """A character, place or object worth remembering; higher ``importance`` is kept first.
+
+    ``first_seen_chapter`` keeps an entity out of the blocks of earlier chapters (0: unknown,
+    always eligible).
+    """
 
     name: str
     description: str
     importance: float = 0.0
     last_seen_chapter: int = 0
+    first_seen_chapter: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,15 +450,23 @@ class LongformStore:
     # -- entities ---------------------------------------------------------------------------
 
     def put_entity(
-        self, name: str, description: str, *, importance: float = 0.0, last_seen_chapter: int = 0
+        self,
+        name: str,
+        description: str,
+        *,
+        importance: float = 0.0,
+        last_seen_chapter: int = 0,
+        first_seen_chapter: int = 0,
     ) -> None:
         """Insert or replace one entity."""
-        self.put_entities([Entity(name, description, importance, last_seen_chapter)])
+        self.put_entities(
+            [Entity(name, description, importance, last_seen_chapter, first_seen_chapter)]
+        )
 
     def put_entities(self, entities: Iterable[Entity]) -> int:
         """Insert or replace many entities in one transaction; returns how many were written."""
 
-        def rows() -> Iterator[tuple[str, str, float, int]]:
+        def rows() -> Iterator[tuple[str, str, float, int, int]]:
             for position, entity in enumerate(entities):
                 if not isinstance(entity, Entity) or not entity.name:
                     raise InvalidInputError(
@@ -464,31 +478,44 @@ class LongformStore:
                     entity.description,
                     float(entity.importance),
                     int(entity.last_seen_chapter),
+                    int(entity.first_seen_chapter),
                 )
 
         with self._write("write entities") as db:
             cursor = db.executemany(
-                "INSERT INTO entities (name, description, importance, last_seen_chapter) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+                "INSERT INTO entities (name, description, importance, last_seen_chapter, "
+                "first_seen_chapter) VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
                 "description = excluded.description, importance = excluded.importance, "
-                "last_seen_chapter = excluded.last_seen_chapter",
+                "last_seen_chapter = excluded.last_seen_chapter, "
+                "first_seen_chapter = excluded.first_seen_chapter",
                 rows(),
             )
             return cursor.rowcount
 
-    def entities(self, limit: int | None = None) -> list[Entity]:
-        """Entities, most important first (then most recently seen, then by name)."""
+    def entities(
+        self, limit: int | None = None, *, before_chapter: int | None = None
+    ) -> list[Entity]:
+        """Entities, most important first (then most recently seen, then by name).
+
+        ``before_chapter`` keeps only those first seen before that chapter (or never dated).
+        """
         with self._read("read entities") as db:
-            return self._entities(db, limit)
+            return self._entities(db, limit, before_chapter)
 
     @staticmethod
-    def _entities(db: sqlite3.Connection, limit: int | None) -> list[Entity]:
+    def _entities(
+        db: sqlite3.Connection, limit: int | None, before_chapter: int | None
+    ) -> list[Entity]:
         return [
             Entity(*row)
             for row in db.execute(
-                "SELECT name, description, importance, last_seen_chapter FROM entities "
+                "SELECT name, description, importance, last_seen_chapter, first_seen_chapter "
+                "FROM entities WHERE first_seen_chapter < ? "
                 "ORDER BY importance DESC, last_seen_chapter DESC, name LIMIT ?",
-                (-1 if limit is None else limit,),
+                (
+                    2**62 if before_chapter is None else before_chapter,
+                    -1 if limit is None else limit,
+                ),
             )
         ]
 
@@ -591,8 +618,9 @@ class LongformStore:
         Skeleton: the summaries :func:`skeleton_chapters` names. Retrieval: when
         ``query_embedding`` is given (say, the embedding of the chapter's outline), the older
         chapters closest to it, excluding those already in the skeleton. Entities: the
-        ``entity_limit`` most important. Headings are reserved out of ``total``, so the rendered
-        text stays within it under the default estimate.
+        ``entity_limit`` most important among those first seen before ``chapter``: the block
+        draws on nothing from ``chapter`` onwards. Headings are reserved out of ``total``, so
+        the rendered text stays within it under the default estimate.
         """
         _check_chapter(chapter, "chapter")
         if isinstance(recent_chapters, bool) or not isinstance(recent_chapters, int):
@@ -604,7 +632,7 @@ class LongformStore:
         with self._read("assemble memory block") as db:
             recent = self._chapter_range(db, recent_from, chapter - 1)
             skeleton = self._chapters_in(db, sampled)
-            entities = self._entities(db, entity_limit)
+            entities = self._entities(db, entity_limit, chapter)
             candidates: list[tuple[int, str, str, str]] = []
             if query_embedding is not None:
                 candidates = db.execute(
