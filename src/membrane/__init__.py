@@ -77,6 +77,10 @@ from membrane.tokenizers import count_tokens
 __version__ = "0.1.0"
 
 __all__ = [
+    "INTERRUPT_INSTRUCTION",
+    "TIER_EPISODIC",
+    "TIER_PROCEDURAL",
+    "TIER_SEMANTIC",
     "CachePricing",
     "CompileMetrics",
     "CompileResult",
@@ -85,7 +89,6 @@ __all__ = [
     "CostQuote",
     "EpisodicMemory",
     "GlaciatedPrompt",
-    "INTERRUPT_INSTRUCTION",
     "InMemoryStateStore",
     "InterruptStreamDetector",
     "InvalidInputError",
@@ -102,9 +105,6 @@ __all__ = [
     "SemanticMemory",
     "StateStore",
     "StoreUnavailable",
-    "TIER_EPISODIC",
-    "TIER_PROCEDURAL",
-    "TIER_SEMANTIC",
     "TokenizerDataError",
     "ToolPairingError",
     "__version__",

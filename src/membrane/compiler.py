@@ -35,6 +35,7 @@ from membrane.stages.history import (
     INDEX_HEADER,
     RECALL_HEADER,
     HistoryTracker,
+    RecalledPassage,
     render_index,
     select_index_lines,
     select_passages,
@@ -134,13 +135,17 @@ class _Turn:
     core: str
     last_assistant_turn: str | None
     directives: str | Sequence[str] | None
-    count: Count
+    counter: MemoizedCounter
     budget: int
     scale: float
     budget_counted: int
     conversation: str
     use_caching: bool
     debug: bool
+
+    @property
+    def count(self) -> Count:
+        return self.counter.count
 
 
 @dataclass
@@ -398,7 +403,7 @@ class ContextCompiler:
             core=layout.build_core(),
             last_assistant_turn=last_assistant_turn,
             directives=dynamic_directives,
-            count=self._counter(tokenizer_registry).count,
+            counter=self._counter(tokenizer_registry),
             budget=budget,
             scale=scale,
             budget_counted=counted_budget(budget, scale),
@@ -421,7 +426,7 @@ class ContextCompiler:
             return _HistoryPlan(list(history), kept_tokens, turn.core)
         after_core = max(turn.budget_counted - count(turn.core) - overhead, 0)
         share = max(int(self.history_share * after_core), 1)
-        tracker = self._tracker(turn.conversation, share, max(share // 2, 1), history, count)
+        tracker = self._tracker(turn.conversation, share, max(share // 2, 1), history, turn.counter)
         plan = _HistoryPlan([], tracker.kept_tokens, turn.core, tracker=tracker)
         if self.eviction_index and tracker.lines:
             room = self._index_room(turn, tracker, after_core)
@@ -454,9 +459,15 @@ class ContextCompiler:
         return plan
 
     def _tracker(
-        self, conversation: str, share: int, chunk: int, history: list[Message], count: Count
+        self,
+        conversation: str,
+        share: int,
+        chunk: int,
+        history: list[Message],
+        counter: MemoizedCounter,
     ) -> HistoryTracker:
-        key = (conversation, share, chunk, self._counter(None).name)
+        count = counter.count
+        key = (conversation, share, chunk, counter.name)
         tracker = self._trackers.get(key)
         if tracker is None or not tracker.matches(history):
             tracker = HistoryTracker(
@@ -509,7 +520,25 @@ class ContextCompiler:
             and bool(tracker.passages)
             and plan.dropped_messages > 0
         )
-        recall_header = count(RECALL_HEADER) + 2 if recall else 0
+        passage_order = (
+            self._passage_order(tracker, turn.user_message)
+            if recall and tracker is not None
+            else None
+        )
+        # The best-matching passage is held a keyframe's room, like every memory is: it
+        # competes with the memories' keyframes instead of waiting for what they leave.
+        anchor: list[RecalledPassage] = []
+        if recall and tracker is not None:
+            anchor = select_passages(
+                tracker,
+                turn.user_message,
+                self.keyframe_tokens + 8,
+                limit=tracker.chunk,
+                count=count,
+                extra_ranking=passage_order,
+                max_passages=1,
+            )
+        reserved = count(RECALL_HEADER) + 2 + sum(p.tokens for p in anchor) if anchor else 0
         texts = turn.offer.texts()
         stats = CombinedStats(tracker.stats if tracker else None, TermStats(texts))
         semantic = None
@@ -520,22 +549,25 @@ class ContextCompiler:
         )
         tail, choice = fit_offer(
             turn.offer,
-            room - recall_header,
+            room - reserved,
             end_text,
             ranks=ranks,
             count=count,
             thinned=lambda: thin_lines(turn.offer, stats, count, self.keyframe_tokens),
             thin_before_drop=self.thin_before_drop,
         )
-        if recall and tracker is not None:
+        if anchor and tracker is not None:
             used = sum(count(line) + 1 for line in tail.lines)
-            tail.passages = select_passages(
-                tracker,
-                turn.user_message,
-                room - recall_header - used,
-                limit=tracker.chunk,
-                count=count,
-                extra_ranking=self._passage_order(tracker, turn.user_message),
+            tail.passages = (
+                select_passages(
+                    tracker,
+                    turn.user_message,
+                    room - count(RECALL_HEADER) - 2 - used,
+                    limit=tracker.chunk,
+                    count=count,
+                    extra_ranking=passage_order,
+                )
+                or anchor
             )
         priority = [(tier, ranks[i]) for i, tier in enumerate(turn.offer.tiers())]
         shed_to_fit(tail, turn.budget_counted - before_tail, count, priority)
@@ -646,6 +678,12 @@ class ContextCompiler:
             "segments_kept": len(kept),
             "segments_thinned": 0,
             "memories_truncated": turn.offer.memories_truncated,
+            "retrieval_summary": {
+                "offered": len(lines),
+                "kept_full": len(kept),
+                "thinned": 0,
+                "dropped": len(lines) - len(kept),
+            },
             "stable_prefix_messages": 0,
             "cache_mode": None,
             "cache_breakpoints": [],
@@ -796,6 +834,7 @@ def _check_extras(extras: Sequence[tuple[str, int]] | None) -> list[tuple[str, i
             not isinstance(item, tuple)
             or len(item) != 2
             or not isinstance(item[0], str)
+            or isinstance(item[1], bool)
             or item[1] not in (1, 2, 3)
         ):
             raise InvalidInputError(
@@ -822,13 +861,22 @@ def _memory_pairs(
         )
     items = list(memories)
     for i, memory in enumerate(items):
+        where = f"memories[{i}]"
         if not hasattr(memory, "id") or not (
             hasattr(memory, "memory_kind") or hasattr(memory, "memory_type")
         ):
             raise InvalidInputError(
-                f"memories[{i}] ({type(memory).__name__}) needs an `id` and a `memory_kind` "
+                f"{where} ({type(memory).__name__}) needs an `id` and a `memory_kind` "
                 f"(one of {MEMORY_KINDS}); wrap plain text in MemoryItem(id=..., content=...)",
-                field=f"memories[{i}]",
+                field=where,
+            )
+        if getattr(memory, "id", None) in (None, ""):
+            raise InvalidInputError(
+                f"{where} has no id; an id maps its citations back to your record", field=where
+            )
+        if not isinstance(getattr(memory, "content", None), str):
+            raise InvalidInputError(
+                f"{where} has no text content (a `content` string)", field=where
             )
     numbered = list(enumerate(items, start=1))
     if profile is not None:

@@ -214,7 +214,7 @@ def _cap_for(kind: str) -> int | None:
 def _shorten(text: str, cap: int | None) -> tuple[str, bool]:
     if cap is None or len(text) <= cap:
         return text, False
-    cut = text[: max(cap - 1, 1)]
+    cut = text[: cap - 1]  # the ellipsis takes the last character
     space = cut.rfind(" ")
     if space > cap // 2:
         cut = cut[:space]

@@ -1,9 +1,9 @@
 """The firewall: ``fit_middle`` against a brute-force reference, and ``PreFlightContextFirewall``.
 
 The documented rule: procedures beyond the third (in priority order) never go; otherwise items
-go worst first (highest tier, then worst rank) until the rest fits. With thinning, the kept
-items are all cut to their keyframes first, so as many as possible stay, and then get their
-full text back in priority order while room lasts.
+are placed in priority order (tier, then rank) at their smallest size when it still fits —
+their keyframe, with thinning — and then get their full text back in priority order while room
+lasts. Keeping a higher-priority item always outranks keeping lower-priority ones.
 """
 
 from __future__ import annotations
@@ -56,16 +56,16 @@ def _reference(
             return ["full", "thin", "drop"]
         return ["full", "drop"]
 
-    best: tuple[int, tuple[int, ...]] | None = None
+    best: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     best_choice: list[FitChoice] = ["drop"] * n
     for combo in itertools.product(*(options(i) for i in range(n))):
         if sum(_cost(items[i], combo[i]) for i in range(n)) > room:
             continue
-        kept = [i for i in eligible if combo[i] != "drop"]
-        if kept != eligible[: len(kept)]:
-            continue  # something was dropped while a lower-priority item stayed
+        # Keeping an item outranks keeping any number of lower-priority ones; among the
+        # same kept set, a full text outranks any number of lower-priority full texts.
+        kept_flags = tuple(int(combo[i] != "drop") for i in eligible)
         full_flags = tuple(int(combo[i] == "full") for i in eligible)
-        score = (len(kept), full_flags)
+        score = (kept_flags, full_flags)
         if best is None or score > best:
             best, best_choice = score, list(combo)
     return best_choice

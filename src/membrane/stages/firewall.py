@@ -49,10 +49,6 @@ class MiddleItem:
     thin_tokens: int | None = None
 
 
-def _priority_order(items: Sequence[MiddleItem]) -> list[int]:
-    return sorted(range(len(items)), key=lambda i: (items[i].tier, items[i].rank))
-
-
 def fit_middle(
     items: Sequence[MiddleItem],
     room: int,
@@ -63,46 +59,41 @@ def fit_middle(
 ) -> list[FitChoice]:
     """Choose, for each item, to send it whole, thinned to its keyframe, or not at all.
 
-    The sum of chosen sizes (plus ``separator_tokens`` per sent item) never exceeds ``room``.
+    Items are taken in priority order (tier, then rank). Each is placed at its smallest size
+    (its keyframe, with ``thin_before_drop``) if that still fits; then full texts come back in
+    the same order while room lasts. So an item is only left out when it does not fit beside
+    everything ranked above it, and nothing is thinned while a lower-priority item is left
+    out for want of room it could have used. The sum of chosen sizes (plus
+    ``separator_tokens`` per sent item) never exceeds ``room``.
     """
-    choice: list[FitChoice] = ["full"] * len(items)
-    best_first = _priority_order(items)
-    procedural_seen = 0
-    for i in best_first:
-        if items[i].tier == TIER_PROCEDURAL:
-            procedural_seen += 1
-            if procedural_seen > max_procedural:
-                choice[i] = "drop"
+    best_first = sorted(range(len(items)), key=lambda i: (items[i].tier, items[i].rank))
+    choice: list[FitChoice] = ["drop"] * len(items)
+    procedural = [i for i in best_first if items[i].tier == TIER_PROCEDURAL]
+    capped = set(procedural[max_procedural:])
+    candidates = [i for i in best_first if i not in capped]
 
-    def cost(i: int, c: FitChoice) -> int:
-        if c == "drop":
-            return 0
-        size = items[i].full_tokens if c == "full" else items[i].thin_tokens
-        return (size or 0) + separator_tokens
+    def size(i: int, c: FitChoice) -> int:
+        tokens = items[i].full_tokens if c == "full" else items[i].thin_tokens
+        return (tokens or 0) + separator_tokens
 
-    def total() -> int:
-        return sum(cost(i, choice[i]) for i in range(len(items)))
-
-    if total() <= room:
+    if sum(size(i, "full") for i in candidates) <= room:
+        for i in candidates:
+            choice[i] = "full"
         return choice
-    if thin_before_drop:
-        for i in range(len(items)):
-            if choice[i] == "full" and items[i].thin_tokens is not None:
-                choice[i] = "thin"
-    used = total()
-    for i in reversed(best_first):  # worst first
-        if used <= room:
-            break
-        if choice[i] != "drop":
-            used -= cost(i, choice[i])
-            choice[i] = "drop"
-    if thin_before_drop:
-        for i in best_first:
-            if choice[i] == "thin":
-                extra = cost(i, "full") - cost(i, "thin")
-                if used + extra <= room:
-                    choice[i] = "full"
-                    used += extra
+    used = 0
+    for i in candidates:
+        smallest: FitChoice = (
+            "thin" if thin_before_drop and items[i].thin_tokens is not None else "full"
+        )
+        if used + size(i, smallest) <= room:
+            choice[i] = smallest
+            used += size(i, smallest)
+    for i in candidates:
+        if choice[i] == "thin":
+            extra = size(i, "full") - size(i, "thin")
+            if used + extra <= room:
+                choice[i] = "full"
+                used += extra
     return choice
 
 
@@ -118,7 +109,7 @@ class PreFlightContextFirewall:
     """
 
     def __init__(self, max_tokens: int, *, counter: TokenCounter | None = None) -> None:
-        if not isinstance(max_tokens, int) or max_tokens <= 0:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
             raise InvalidInputError(
                 f"max_tokens must be a positive integer, got {max_tokens!r}", field="max_tokens"
             )

@@ -33,8 +33,8 @@ __all__ = [
     "HistoryTracker",
     "IndexLine",
     "Passage",
-    "index_digest",
     "RecalledPassage",
+    "index_digest",
     "reference_cut",
     "render_index",
     "select_index_lines",
@@ -443,6 +443,7 @@ def select_passages(
     count: Count,
     extra_ranking: Sequence[int] | None = None,
     min_relative_score: float = 0.3,
+    max_passages: int | None = None,
 ) -> list[RecalledPassage]:
     """The best-matching dropped passages that fit ``min(room, limit)`` tokens.
 
@@ -467,7 +468,7 @@ def select_passages(
     chosen: list[RecalledPassage] = []
     used = 0
     for pid in ranked[:_MAX_RECALL_CANDIDATES]:
-        if budget - used < _MIN_USEFUL_PASSAGE_TOKENS:
+        if budget - used < _MIN_USEFUL_PASSAGE_TOKENS or len(chosen) == max_passages:
             break
         passage = tracker.passages[pid]
         line = f"[{passage.role}] {passage.text}"
