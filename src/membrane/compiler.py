@@ -235,6 +235,8 @@ class ContextCompiler:
         self._counters: dict[int, MemoizedCounter] = {}
         self._trackers: OrderedDict[tuple[str, int, int, str], HistoryTracker] = OrderedDict()
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
+        # Per conversation: how many history messages passed validation, and the last of them.
+        self._validated: OrderedDict[str, tuple[int, tuple[str, str]]] = OrderedDict()
 
     # ------------------------------------------------------------------ public API
 
@@ -382,7 +384,8 @@ class ContextCompiler:
     ) -> _Turn:
         if not isinstance(user_message, str):
             raise InvalidInputError("user_message must be a string", field="user_message")
-        history = validate_messages(conversation_messages, field="conversation_messages")
+        conversation = conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION
+        history = self._validate_history(conversation_messages, conversation)
         pairs = _memory_pairs(memories, tier_by_memory_id, profile, user_message)
         offer = _offer(pairs, _check_extras(middle_extras))
         layout = ContextLayoutEngine(
@@ -407,10 +410,31 @@ class ContextCompiler:
             budget=budget,
             scale=scale,
             budget_counted=counted_budget(budget, scale),
-            conversation=conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION,
+            conversation=conversation,
             use_caching=use_prompt_caching_split,
             debug=debug,
         )
+
+    def _validate_history(
+        self, messages: Sequence[Message] | None, conversation: str
+    ) -> list[Message]:
+        """Validate the history, skipping the prefix this conversation already passed."""
+        start = 0
+        seen = self._validated.get(conversation)
+        if (
+            seen is not None
+            and isinstance(messages, list)
+            and len(messages) >= seen[0]
+            and _message_key(messages[seen[0] - 1]) == seen[1]
+        ):
+            start = seen[0]
+        history = validate_messages(messages, field="conversation_messages", start=start)
+        if history:
+            self._validated[conversation] = (len(history), _message_key(history[-1]))
+            self._validated.move_to_end(conversation)
+            while len(self._validated) > _MAX_TRACKERS:
+                self._validated.popitem(last=False)
+        return history
 
     def _end_text(self, turn: _Turn) -> str:
         last = turn.last_assistant_turn if not turn.history else None
@@ -915,6 +939,12 @@ def _compress(turn: _Turn, compressor: SyncCompressor | None) -> Offer:
     target = config.preflight_target_tokens()
     summary = check_compressed(compressor(raw, target, turn.user_message))
     return Offer([], [(summary, 2)], offer.memories_truncated, citable=offer.citable)
+
+
+def _message_key(message: object) -> tuple[str, str]:
+    if not isinstance(message, dict):
+        return ("", repr(message))
+    return (str(message.get("role")), message_text(message))
 
 
 def _scale_key(model_id: str | None) -> str:

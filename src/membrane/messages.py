@@ -113,11 +113,14 @@ def _result_ids(message: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def validate_messages(messages: object, *, field: str = "conversation_messages") -> list[Message]:
+def validate_messages(
+    messages: object, *, field: str = "conversation_messages", start: int = 0
+) -> list[Message]:
     """Check a message list and return it as a list (the dicts themselves are not copied).
 
     Raises :class:`InvalidInputError` for a malformed message and :class:`ToolPairingError`
-    when a tool result has no earlier call or a call is never answered.
+    when a tool result has no earlier call or a call is never answered. ``start`` skips a
+    prefix already validated (it must end where a tool call's results end).
     """
     if messages is None:
         return []
@@ -126,36 +129,43 @@ def validate_messages(messages: object, *, field: str = "conversation_messages")
             f"{field} must be a list of message dicts like {{'role': 'user', 'content': '...'}}",
             field=field,
         )
-    out: list[Message] = []
-    for i, msg in enumerate(messages):
-        where = f"{field}[{i}]"
-        if not isinstance(msg, dict):
-            raise InvalidInputError(
-                f"{where} must be a dict with 'role' and 'content', got {type(msg).__name__}",
-                field=where,
-            )
-        role = msg.get("role")
-        if role not in _ROLES:
-            raise InvalidInputError(
-                f"{where} has role {role!r}; expected one of {sorted(_ROLES)}", field=where
-            )
-        content = msg.get("content")
-        if content is not None and not isinstance(content, (str, list)):
-            raise InvalidInputError(
-                f"{where}.content must be a string, a list of content parts or None",
-                field=where,
-            )
-        if content is None and role != "assistant":
-            raise InvalidInputError(f"{where}.content is missing", field=where)
-        out.append(msg)
-    group_units(out, field=field)  # raises on broken tool pairing
+    out: list[Message] = list(messages)
+    for i in range(start, len(out)):
+        _check_message(out[i], f"{field}[{i}]")
+    group_units(out[start:], field=field, offset=start)  # raises on broken tool pairing
     return out
 
 
+def _check_message(msg: object, where: str) -> None:
+    if not isinstance(msg, dict):
+        raise InvalidInputError(
+            f"{where} must be a dict with 'role' and 'content', got {type(msg).__name__}",
+            field=where,
+        )
+    role = msg.get("role")
+    if role not in _ROLES:
+        raise InvalidInputError(
+            f"{where} has role {role!r}; expected one of {sorted(_ROLES)}", field=where
+        )
+    content = msg.get("content")
+    if content is not None and not isinstance(content, (str, list)):
+        raise InvalidInputError(
+            f"{where}.content must be a string, a list of content parts or None", field=where
+        )
+    if content is None and role != "assistant":
+        raise InvalidInputError(f"{where}.content is missing", field=where)
+
+
 def group_units(
-    messages: Sequence[Mapping[str, Any]], *, field: str = "conversation_messages"
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    field: str = "conversation_messages",
+    offset: int = 0,
 ) -> list[HistoryUnit]:
-    """Split messages into units; a tool-calling message and its results form one unit."""
+    """Split messages into units; a tool-calling message and its results form one unit.
+
+    ``offset`` is the position of ``messages[0]`` in the caller's list, for error messages.
+    """
     units: list[HistoryUnit] = []
     i, n = 0, len(messages)
     while i < n:
@@ -163,9 +173,9 @@ def group_units(
         stray = _result_ids(msg)
         if stray:
             raise ToolPairingError(
-                f"{field}[{i}] is a tool result for call {stray[0]!r} but no earlier assistant "
-                "message made that call; include the call or drop the result",
-                field=f"{field}[{i}]",
+                f"{field}[{i + offset}] is a tool result for call {stray[0]!r} but no earlier "
+                "assistant message made that call; include the call or drop the result",
+                field=f"{field}[{i + offset}]",
                 tool_call_id=stray[0],
             )
         pending = _call_ids(msg)
@@ -178,9 +188,9 @@ def group_units(
             for rid in answered:
                 if rid not in open_ids:
                     raise ToolPairingError(
-                        f"{field}[{j}] answers tool call {rid!r}, which the assistant message at "
-                        f"{field}[{i}] did not make (or was answered already)",
-                        field=f"{field}[{j}]",
+                        f"{field}[{j + offset}] answers tool call {rid!r}, which the assistant "
+                        f"message at {field}[{i + offset}] did not make (or was answered already)",
+                        field=f"{field}[{j + offset}]",
                         tool_call_id=rid,
                     )
                 open_ids.discard(rid)
@@ -188,9 +198,9 @@ def group_units(
         if open_ids:
             missing = sorted(open_ids)[0]
             raise ToolPairingError(
-                f"tool call {missing!r} in {field}[{i}] has no result message after it; "
+                f"tool call {missing!r} in {field}[{i + offset}] has no result message after it; "
                 "providers reject unanswered calls, so add the result or drop the call",
-                field=f"{field}[{i}]",
+                field=f"{field}[{i + offset}]",
                 tool_call_id=missing,
             )
         units.append(HistoryUnit(i, j))

@@ -61,6 +61,7 @@ _MESSAGE_CONTEXT_WEIGHT = 0.5
 # Recall looks at the best-scoring passages only, and stops when what is left of its room
 # could not hold a useful one.
 _MAX_RECALL_CANDIDATES = 48
+_MAX_QUERY_WORDS = 16
 _MIN_USEFUL_PASSAGE_TOKENS = 12
 
 Count = Callable[[str], int]
@@ -282,6 +283,7 @@ class HistoryTracker:
     passages: list[Passage] = field(default_factory=list)
     postings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     stats: TermStats = field(default_factory=TermStats)
+    _last_scores: tuple[tuple[str, int], dict[int, float]] | None = None
 
     @property
     def seen_messages(self) -> int:
@@ -303,7 +305,7 @@ class HistoryTracker:
         """Process the messages after the ones already seen (validated by the caller)."""
         offset = self.seen_messages
         new = messages[offset:]
-        for unit in group_units(new, field=field_name):
+        for unit in group_units(new, field=field_name, offset=offset):
             start, stop = unit.start + offset, unit.stop + offset
             span = messages[start:stop]
             tokens = sum(self.count(message_text(m)) + self.overhead for m in span)
@@ -361,24 +363,35 @@ class HistoryTracker:
 
         A passage's own shared rare words count fully; the words its message shares count
         at half weight on top, so the part of a record that holds the answer ranks with the
-        part that names the record.
+        part that names the record. Only the query's most telling words are looked up, which
+        bounds the work however long the conversation grows.
         """
+        key = (query, len(self.passages))
+        if self._last_scores is not None and self._last_scores[0] == key:
+            return self._last_scores[1]
+        weighted = [(w, q * self.stats.idf(w)) for w, q in query_weights(query).items()]
+        weighted.sort(key=lambda item: (-item[1], item[0]))
         own: dict[int, float] = {}
-        by_message: dict[int, dict[str, float]] = {}
-        for w, query_weight in query_weights(query).items():
+        context: dict[int, float] = {}
+        for w, weight in weighted[:_MAX_QUERY_WORDS]:
             posting = self.postings.get(w)
             if not posting or len(posting) > _MAX_POSTINGS_SCANNED:
                 continue
-            idf = self.stats.idf(w) * query_weight
-            for pid, weight in posting:
-                own[pid] = own.get(pid, 0.0) + idf * weight
-                words = by_message.setdefault(self.passages[pid].message, {})
-                words[w] = max(words.get(w, 0.0), idf * weight)
-        context = {m: sum(words.values()) for m, words in by_message.items()}
-        return {
+            in_message: dict[int, float] = {}
+            for pid, sentence_weight in posting:
+                gain = weight * sentence_weight
+                own[pid] = own.get(pid, 0.0) + gain
+                message = self.passages[pid].message
+                if gain > in_message.get(message, 0.0):
+                    in_message[message] = gain
+            for message, gain in in_message.items():
+                context[message] = context.get(message, 0.0) + gain
+        scores = {
             pid: score + _MESSAGE_CONTEXT_WEIGHT * context[self.passages[pid].message]
             for pid, score in own.items()
         }
+        self._last_scores = (key, scores)
+        return scores
 
 
 def _assistant_text(message: Mapping[str, Any]) -> str:
