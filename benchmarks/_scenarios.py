@@ -84,12 +84,12 @@ class ScenarioSpec:
     distance: tuple[int, int] = (3, 30)
     statement_style: str = "plain"
     question_style: str = "direct"
-    statements: tuple[int, int] = (2, 3)
+    statements: tuple[int, int] = (1, 1)
     tool_rate: float = 0.0
     paste_turns: tuple[int, ...] = ()
     paste_tokens: int = 2500
     two_fact: bool = False
-    filler: tuple[int, int] = (1, 3)
+    filler: tuple[int, int] = (2, 4)
     reply_sentences: tuple[int, int] = (7, 14)
 
 

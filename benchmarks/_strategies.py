@@ -23,7 +23,7 @@ from typing import Any
 
 from benchmarks._providers import openai_to_anthropic
 from benchmarks._scenarios import Memory, Scenario, Turn
-from benchmarks._tokens import count_message, count_text, encode_text
+from benchmarks._tokens import count_message, count_text, encode_fresh
 
 __all__ = [
     "ALL_STRATEGIES",
@@ -260,10 +260,8 @@ def _normalise(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _llama_tokenizer() -> Callable[[str], list[int]]:
-    def tokenize(text: str) -> list[int]:
-        return list(encode_text(text))
-
-    return tokenize
+    # LlamaIndex tokenizes whole joined histories, a new string each time: no memo here.
+    return encode_fresh
 
 
 def _import_llama() -> Any:

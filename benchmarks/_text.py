@@ -300,7 +300,7 @@ _TOOL_QUESTIONS = (
     "What {attr} did the lookup return for {entity}?",
     "Earlier you fetched {entity}'s record. What was the {attr} in it?",
     "From that database result for {entity}, what's the {attr}?",
-    "The records tool showed a {attr} for {entity}. Which one?",
+    "The records tool listed the {attr} for {entity}. Which value was it?",
 )
 
 _PASTE_QUESTIONS = (

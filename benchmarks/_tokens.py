@@ -12,6 +12,7 @@ __all__ = [
     "count_message",
     "count_messages",
     "count_text",
+    "encode_fresh",
     "encode_text",
     "message_text",
     "prompt_text",
@@ -38,6 +39,11 @@ def encode_text(text: str) -> tuple[int, ...]:
         _ENCODE_MEMO[text] = ids
         _COUNT_MEMO[text] = len(ids)
     return ids
+
+
+def encode_fresh(text: str) -> list[int]:
+    """Token ids of ``text`` without the memo (for peers that tokenize ever-new joined strings)."""
+    return _ADAPTER.encode(text)
 
 
 def count_text(text: str) -> int:

@@ -100,7 +100,12 @@ def _kind_recall(row: dict[str, Any]) -> str:
 
 
 def _best_peer(results: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
-    peers = [(n, r) for n, r in results.items() if n in PEERS and r.get("recall") is not None]
+    # A peer that sent more than the budget is not a fair "best": it saw more text.
+    peers = [
+        (n, r)
+        for n, r in results.items()
+        if n in PEERS and r.get("recall") is not None and r.get("turns_over_budget") == 0
+    ]
     if not peers:
         return None, None
     return max(peers, key=lambda nr: (nr[1]["recall"], -nr[1].get("cost_05", 1e9)))
@@ -151,7 +156,8 @@ def hard_suite_tables(payload: dict[str, Any]) -> str:
             ]
         )
     out += [
-        "Membrane defaults beside the best peer (highest recall, then lowest cost):",
+        "Membrane defaults beside the best peer that kept the budget (highest recall, then "
+        "lowest cost):",
         "",
         markdown_table(
             [
