@@ -21,6 +21,7 @@ from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, validate_messages
 from membrane.records import MEMORY_KINDS, memory_tier
 from membrane.stages.firewall import (
+    PIN_MIN_SCORE,
     MiddleItem,
     Offer,
     Tail,
@@ -561,6 +562,7 @@ class ContextCompiler:
                 count=count,
                 extra_ranking=passage_order,
                 max_passages=1,
+                min_score=PIN_MIN_SCORE,
             )
         reserved = count(RECALL_HEADER) + 2 + sum(p.tokens for p in anchor) if anchor else 0
         texts = turn.offer.texts()
@@ -568,14 +570,14 @@ class ContextCompiler:
         semantic = None
         if self._semantic is not None and self.rank_fusion and len(texts) > 1:
             semantic = self._semantic.order(turn.user_message, texts)
-        ranks = rank_offer(
+        ranking = rank_offer(
             texts, turn.user_message, stats, fuse=self.rank_fusion, semantic_order=semantic
         )
         tail, choice = fit_offer(
             turn.offer,
             room - reserved,
             end_text,
-            ranks=ranks,
+            ranking=ranking,
             count=count,
             thinned=lambda: thin_lines(turn.offer, stats, count, self.keyframe_tokens),
             thin_before_drop=self.thin_before_drop,
@@ -593,7 +595,10 @@ class ContextCompiler:
                 )
                 or anchor
             )
-        priority = [(tier, ranks[i]) for i, tier in enumerate(turn.offer.tiers())]
+        priority = [
+            (int(i not in ranking.pinned), tier, ranking.ranks[i])
+            for i, tier in enumerate(turn.offer.tiers())
+        ]
         shed_to_fit(tail, turn.budget_counted - before_tail, count, priority)
         return tail, list(choice)
 

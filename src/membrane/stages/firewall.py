@@ -17,7 +17,7 @@ from membrane.records import TIER_PROCEDURAL
 from membrane.stages.history import RECALL_HEADER, RecalledPassage
 from membrane.stages.layout import MemorySegment
 from membrane.text.keyframes import keyframe
-from membrane.text.relevance import Rarity, content_words, rank_fusion
+from membrane.text.relevance import Rarity, lexical_scores, rank_fusion
 from membrane.tokenizers import TiktokenAdapter, TokenCounter
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "FitChoice",
     "MiddleItem",
     "Offer",
+    "OfferRanking",
     "PreFlightContextFirewall",
     "Tail",
     "fit_middle",
@@ -35,18 +36,28 @@ __all__ = [
 ]
 
 MAX_PROCEDURAL_KEPT = 3
+FUSION_K = 60
+# A question that names an item (its rare words) pins it; the scores are summed IDF weights,
+# so PIN_MIN_SCORE asks for about one rare word shared with a question sentence.
+PIN_LIMIT = 2
+PIN_RELATIVE = 0.6
+PIN_MIN_SCORE = 3.0
 FitChoice = Literal["full", "thin", "drop"]
 _MEM_TAG = re.compile(r"\[Mem:(\d+)\]")
 
 
 @dataclass(frozen=True, slots=True)
 class MiddleItem:
-    """One trimmable item: its tier, rank within the offer (0 = best) and its two sizes."""
+    """One trimmable item: its tier, rank within the offer (0 = best) and its two sizes.
+
+    A ``pinned`` item (one the current question names) is placed before every tier.
+    """
 
     tier: int
     rank: int
     full_tokens: int
     thin_tokens: int | None = None
+    pinned: bool = False
 
 
 def fit_middle(
@@ -59,14 +70,15 @@ def fit_middle(
 ) -> list[FitChoice]:
     """Choose, for each item, to send it whole, thinned to its keyframe, or not at all.
 
-    Items are taken in priority order (tier, then rank). Each is placed at its smallest size
-    (its keyframe, with ``thin_before_drop``) if that still fits; then full texts come back in
-    the same order while room lasts. So an item is only left out when it does not fit beside
-    everything ranked above it, and nothing is thinned while a lower-priority item is left
-    out for want of room it could have used. The sum of chosen sizes (plus
-    ``separator_tokens`` per sent item) never exceeds ``room``.
+    Items are taken in priority order: pinned first, then by tier, then by rank. Each is
+    placed at its smallest size (its keyframe, with ``thin_before_drop``) when that still
+    fits; then full texts come back in the same order while room lasts. An item is left out
+    only when it does not fit beside everything ranked above it. The chosen sizes (plus
+    ``separator_tokens`` per sent item) never exceed ``room``.
     """
-    best_first = sorted(range(len(items)), key=lambda i: (items[i].tier, items[i].rank))
+    best_first = sorted(
+        range(len(items)), key=lambda i: (not items[i].pinned, items[i].tier, items[i].rank)
+    )
     choice: list[FitChoice] = ["drop"] * len(items)
     procedural = [i for i in best_first if items[i].tier == TIER_PROCEDURAL]
     capped = set(procedural[max_procedural:])
@@ -220,6 +232,14 @@ class Tail:
         return "\n\n".join(parts)
 
 
+@dataclass(frozen=True, slots=True)
+class OfferRanking:
+    """Each item's rank (0 = best) and the items the question itself names."""
+
+    ranks: list[int]
+    pinned: frozenset[int]
+
+
 def rank_offer(
     texts: Sequence[str],
     query: str,
@@ -227,20 +247,31 @@ def rank_offer(
     *,
     fuse: bool,
     semantic_order: Sequence[int] | None = None,
-) -> list[int]:
-    """Each item's rank (0 = best): the caller's order fused with relevance to ``query``."""
+) -> OfferRanking:
+    """Rank the offer: the caller's order fused with relevance to ``query``.
+
+    The best lexical matches (at most ``PIN_LIMIT``, each within ``PIN_RELATIVE`` of the best
+    and above ``PIN_MIN_SCORE``) are pinned: a memory the question names keeps at least its
+    keyframe whatever its tier. Without fusion the caller's order stands and nothing is pinned.
+    """
     caller_order = list(range(len(texts)))
     if not fuse or len(texts) < 2:
-        return caller_order
-    query_words = set(content_words(query))
-    lexical = [sum(stats.idf(w) for w in query_words.intersection(content_words(t))) for t in texts]
-    rankings = [caller_order, sorted(caller_order, key=lambda i: (-lexical[i], i))]
+        return OfferRanking(caller_order, frozenset())
+    lexical = lexical_scores(query, texts, stats)
+    by_relevance = sorted(caller_order, key=lambda i: (-lexical[i], i))
+    rankings = [caller_order, by_relevance]
     if semantic_order is not None:
         rankings.append(list(semantic_order))
     ranks = [0] * len(texts)
-    for position, i in enumerate(rank_fusion(rankings)):
+    for position, i in enumerate(rank_fusion(rankings, k=FUSION_K)):
         ranks[i] = position
-    return ranks
+    best = lexical[by_relevance[0]]
+    pinned = frozenset(
+        i
+        for i in by_relevance[:PIN_LIMIT]
+        if best >= PIN_MIN_SCORE and lexical[i] >= PIN_RELATIVE * best
+    )
+    return OfferRanking(ranks, pinned)
 
 
 def thin_lines(
@@ -264,7 +295,7 @@ def fit_offer(
     room: int,
     end_text: str,
     *,
-    ranks: Sequence[int],
+    ranking: OfferRanking,
     count: Callable[[str], int],
     thinned: Callable[[], list[str | None]],
     thin_before_drop: bool,
@@ -279,7 +310,13 @@ def fit_offer(
     if sum(full) + len(lines) > room:
         thin = thinned()
     items = [
-        MiddleItem(tier, ranks[i], full[i], count(t) if (t := thin[i]) is not None else None)
+        MiddleItem(
+            tier,
+            ranking.ranks[i],
+            full[i],
+            count(t) if (t := thin[i]) is not None else None,
+            pinned=i in ranking.pinned,
+        )
         for i, tier in enumerate(offer.tiers())
     ]
     choice = fit_middle(items, room, thin_before_drop=thin_before_drop)
@@ -296,7 +333,7 @@ def fit_offer(
 
 
 def shed_to_fit(
-    tail: Tail, limit: int, count: Callable[[str], int], priority: Sequence[tuple[int, int]]
+    tail: Tail, limit: int, count: Callable[[str], int], priority: Sequence[tuple[int, ...]]
 ) -> None:
     """Drop passages, then the lowest-priority lines, until ``count(tail.text()) <= limit``.
 

@@ -457,6 +457,7 @@ def select_passages(
     extra_ranking: Sequence[int] | None = None,
     min_relative_score: float = 0.3,
     max_passages: int | None = None,
+    min_score: float = 0.0,
 ) -> list[RecalledPassage]:
     """The best-matching dropped passages that fit ``min(room, limit)`` tokens.
 
@@ -470,6 +471,8 @@ def select_passages(
     if not scores or budget <= 0:
         return []
     best = max(scores.values())
+    if best < min_score:
+        return []
     floor = best * min_relative_score
     ranked = sorted(
         (pid for pid, s in scores.items() if s >= floor), key=lambda pid: (-scores[pid], -pid)
