@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -130,14 +131,14 @@ def test_middle_extras_one_segment_per_section() -> None:
 
 
 @pytest.fixture
-def book(tmp_path: Path) -> LongformStore:
-    store = LongformStore(tmp_path / "bridge.db")
-    store.put_chapters(
-        ChapterSummary(n, f"Event {n} happens at sea.", embedding=encode_vector([1.0, n % 3]))
-        for n in range(1, 61)
-    )
-    store.put_entity("Mara", "captain", importance=3)
-    return store
+def book(tmp_path: Path) -> Iterator[LongformStore]:
+    with LongformStore(tmp_path / "bridge.db") as store:
+        store.put_chapters(
+            ChapterSummary(n, f"Event {n} happens at sea.", embedding=encode_vector([1.0, n % 3]))
+            for n in range(1, 61)
+        )
+        store.put_entity("Mara", "captain", importance=3)
+        yield store
 
 
 def test_a_store_block_converts_in_reading_order(book: LongformStore) -> None:
@@ -150,7 +151,6 @@ def test_a_store_block_converts_in_reading_order(book: LongformStore) -> None:
     assert extras[-1][0].startswith(block.labels.recent + "\nCh.40: ")
     # Each section's segment carries exactly the lines the block renders.
     assert "\n\n".join(text for text, _ in extras) + "\n" == block.render()
-    book.close()
 
 
 def test_the_compiler_accepts_the_bridge_output(book: LongformStore) -> None:
@@ -173,7 +173,6 @@ def test_the_compiler_accepts_the_bridge_output(book: LongformStore) -> None:
     segment_prompt = "\n".join(str(m.get("content", "")) for m in as_segments.messages)
     assert block.labels.recent in segment_prompt
     assert "Ch.59: Event 59 happens at sea." in segment_prompt
-    book.close()
 
 
 def test_under_pressure_the_compiler_sheds_background_before_continuity(
@@ -194,4 +193,3 @@ def test_under_pressure_the_compiler_sheds_background_before_continuity(
         # Skeleton and retrieval (tier 3) go before any entity or recent chapter (tier 2).
         assert not (dropped_continuity and kept_background)
         assert any(tier_of[i] == TIER_SEMANTIC for i in kept)
-    book.close()

@@ -327,7 +327,6 @@ def test_pure_search_matches_the_reference(
     assert [(h.row[0], h.score) for h in hits] == reference_search(query, rows, **kwargs)
 
 
-@pytest.mark.skipif(not numpy_available(), reason="NumPy is a dev dependency")
 @given(search_cases())
 def test_numpy_and_pure_search_agree_exactly(
     case: tuple[list[float], list[tuple[str, Any]], dict[str, Any]],
@@ -338,7 +337,6 @@ def test_numpy_and_pure_search_agree_exactly(
     assert [(h.row, h.score) for h in fast] == [(h.row, h.score) for h in pure]
 
 
-@pytest.mark.skipif(not numpy_available(), reason="NumPy is a dev dependency")
 @given(st.integers(0, 2**32 - 1), st.integers(1, 200), st.sampled_from([8, 64, 384]))
 def test_numpy_and_pure_agree_on_realistic_vectors(seed: int, count: int, dim: int) -> None:
     import numpy as np
