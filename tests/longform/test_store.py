@@ -446,3 +446,22 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LongformStore]:
     with LongformStore(tmp_path_factory.mktemp("book") / "filled.db") as opened:
         fill_book(opened, 300)
         yield opened
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 3, 7, 12, 13, 50])
+def test_coarse_to_fine_order_is_a_spread_permutation(count: int) -> None:
+    from membrane.longform.store import _coarse_to_fine
+
+    order = _coarse_to_fine(count)
+    assert sorted(order) == list(range(count))
+    if count >= 2:
+        # The first two picks are the two ends' representatives: the start and the middle.
+        assert order[:2] == [0, count // 2]
+
+
+def test_a_trimmed_skeleton_still_spans_the_book(store: LongformStore) -> None:
+    store.put_chapters(ChapterSummary(n, f"{n} " + "long summary " * 40) for n in range(1, 400))
+    block = store.memory_block(400, total=1400, recent_chapters=5)
+    kept = [c.number for c in block.result.skeleton.kept]
+    assert 0 < len(kept) < len(block.skeleton_chapters)  # trimmed ...
+    assert kept[0] == 1 and kept[-1] > 400 // 2  # ... but not to the first half of the book

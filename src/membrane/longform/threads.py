@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 from membrane.errors import InvalidInputError
 
@@ -193,9 +193,12 @@ def compare_thread_urgency(thread: Any, chapter_number: int) -> tuple[int, int, 
     )
 
 
+RowT = TypeVar("RowT", bound=ThreadRow)
+
+
 def select_known_threads(
-    rows: Sequence[Any], chapter_number: int, *, limit: int | None = None
-) -> list[Any]:
+    rows: Sequence[RowT], chapter_number: int, *, limit: int | None = None
+) -> list[RowT]:
     """The unresolved threads in urgency order: the list to render and to validate against.
 
     Render this list with :func:`render_known_threads` and pass the same list as ``known`` to
@@ -234,7 +237,7 @@ class PayoffPlan:
 
 
 def plan_owed_payoff(
-    threads: Sequence[Any],
+    threads: Sequence[ThreadRow],
     chapter_number: int,
     total_chapters: int,
     *,
