@@ -241,3 +241,34 @@ def test_run_never_exceeds_the_budget_when_core_and_end_fit(
     assert not stats["budget_exceeded"]
     kept = [line for line, _ in middle if line.strip() in text]
     assert set(refs) == {int(line.split("]")[0][5:]) for line in kept}
+
+
+def test_pinned_item_is_placed_before_every_tier() -> None:
+    from membrane.stages.firewall import MiddleItem as Item
+
+    items = [Item(1, 0, 30, 10), Item(2, 1, 30, 10), Item(3, 2, 30, 10, pinned=True)]
+    # Room for two keyframes only: the pinned episode keeps its keyframe, the fact goes.
+    assert fit_middle(items, 22) == ["thin", "drop", "thin"]
+
+
+def test_rank_offer_pins_what_the_question_names() -> None:
+    from membrane.stages.firewall import rank_offer
+    from membrane.text.relevance import TermStats
+
+    texts = [
+        "The team prefers short status updates.",
+        "Kestrel Labs keeps its spare keys in locker 41.",
+        "Lunch is usually at noon on Fridays.",
+    ]
+    ranking = rank_offer(
+        texts,
+        "We moved offices. Where does Kestrel Labs keep spare keys?",
+        TermStats(texts),
+        fuse=True,
+    )
+    assert ranking.pinned == frozenset({1})
+    assert sorted(ranking.ranks) == [0, 1, 2]
+    unfused = rank_offer(
+        texts, "Where does Kestrel Labs keep spare keys?", TermStats(texts), fuse=False
+    )
+    assert unfused.ranks == [0, 1, 2] and not unfused.pinned

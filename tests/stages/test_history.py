@@ -270,3 +270,52 @@ def test_index_block_follows_the_core_and_is_marked_for_caching() -> None:
     reasons = [b["reason"] for b in md["cache_breakpoints"]]
     assert reasons == ["core", "index", "history"]
     assert md["cache_breakpoints"][0]["chars"] == md["core_chars"]
+
+
+def test_index_line_keeps_every_rare_fact_of_a_message() -> None:
+    from membrane.stages.history import index_digest
+    from membrane.text.relevance import TermStats
+
+    filler = "We talked about the weather and the coffee machine again."
+    message = (
+        "Writing this down: the gate code for Harbor Labs is GX-4471. "
+        f"{filler} The invoice reference for Maple Print is MP-9083. {filler}"
+    )
+    stats = TermStats([message, *([filler] * 6)])
+    line = index_digest(message, stats, count_tokens, 40)
+    assert "GX-4471" in line and "MP-9083" in line
+    assert "coffee machine" not in line
+    assert index_digest(filler, stats, count_tokens, 40) == ""  # nothing rare: no line
+
+
+def test_passage_scores_count_the_question_and_the_record_it_belongs_to() -> None:
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Look up Slate Health please."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "crm", "arguments": "{}"}}
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": "Entity: Slate Health, a supplier in Monterrey. "
+            + "Notes: "
+            + "routine words " * 40
+            + ". Account number: 6DB2-M3. Owner: Esi.",
+        },
+        {"role": "assistant", "content": "Found it."},
+    ] + [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": "filler " * 80} for i in range(8)
+    ]
+    tracker = HistoryTracker(300, 150, count_tokens, OVERHEAD, 40)
+    tracker.update(history, "h")
+    query = "I updated the vendor list. What's the account number of Slate Health?"
+    scores = tracker.score_passages(query)
+    best = max(scores, key=scores.__getitem__)
+    record = [pid for pid, p in enumerate(tracker.passages) if p.message == 2]
+    assert len(record) >= 2 and best in record
+    answer = next(pid for pid in record if "6DB2-M3" in tracker.passages[pid].text)
+    assert answer in scores and scores[answer] > min(scores.values())
