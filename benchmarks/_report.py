@@ -35,6 +35,14 @@ def _version(dist: str) -> str | None:
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
+        if dist == "membrane-aol":
+            # Run from a checkout with PYTHONPATH=src: the package is importable, not installed.
+            try:
+                import membrane
+
+                return f"{membrane.__version__} (source tree)"
+            except (ImportError, AttributeError):
+                return None
         return None
 
 
@@ -160,11 +168,24 @@ def plot_lines(
     fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3.2 * len(panels)), sharex=True)
     if len(panels) == 1:
         axes = [axes]
+    from matplotlib.ticker import MaxNLocator
+
+    styles = ["-", "--", "-.", ":"]
     for ax, (ylabel, series) in zip(axes, panels, strict=True):
-        for label, values in series.items():
-            ax.plot(range(1, len(values) + 1), values, label=label, linewidth=1.4)
+        for i, (label, values) in enumerate(series.items()):
+            # Identical peers would hide each other: vary the dash and draw Membrane thicker.
+            mine = label.startswith("Membrane")
+            ax.plot(
+                range(1, len(values) + 1),
+                values,
+                label=label,
+                linestyle="-" if mine else styles[i % len(styles)],
+                linewidth=2.2 if mine else 1.3,
+                alpha=0.9,
+            )
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].set_title(title)
     axes[-1].set_xlabel(xlabel)
     axes[0].legend(fontsize=8, loc="best")

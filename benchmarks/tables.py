@@ -7,7 +7,10 @@ python -m benchmarks.tables hard_suite compile_speed
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from benchmarks._report import fmt_ms, fmt_num, fmt_pct, markdown_table, read_result
@@ -435,6 +438,13 @@ def targets_table(hard: dict[str, Any] | None, speed: dict[str, Any] | None) -> 
     return markdown_table(["What", "Target", "Measured", "Met"], rows, "llrl") + "\n"
 
 
+_TITLES = {
+    "hard_suite": "Hard suite",
+    "peer_comparison": "Peer comparison",
+    "cache_savings": "Prompt-cache savings",
+    "compile_speed": "Compile time",
+}
+
 _SUITES: dict[str, Callable[[dict[str, Any]], str]] = {
     "hard_suite": hard_suite_tables,
     "peer_comparison": peer_comparison_tables,
@@ -446,8 +456,34 @@ _SUITES: dict[str, Callable[[dict[str, Any]], str]] = {
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.tables", description=__doc__)
     parser.add_argument("suites", nargs="*", help=f"any of {', '.join(_SUITES)} (default: all)")
+    parser.add_argument(
+        "--docs",
+        metavar="PATH",
+        help="also write the tables between the tables:start/end markers of this markdown file",
+    )
     args = parser.parse_args(argv)
     wanted = args.suites or [*_SUITES, "targets"]
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = _print_tables(parser, wanted)
+    text = buffer.getvalue()
+    print(text, end="")
+    if args.docs:
+        _splice(Path(args.docs), text)
+    return code
+
+
+def _splice(path: Path, tables: str) -> None:
+    start, end = "<!-- tables:start -->", "<!-- tables:end -->"
+    doc = path.read_text()
+    if start not in doc or end not in doc:
+        raise SystemExit(f"{path} has no {start} ... {end} block to fill")
+    head, rest = doc.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{start}\n\n{tables.strip()}\n\n{end}{tail}")
+
+
+def _print_tables(parser: argparse.ArgumentParser, wanted: list[str]) -> int:
     for name in wanted:
         if name == "targets":
             hard, speed = read_result("hard_suite"), read_result("compile_speed")
@@ -462,7 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"(no results/{name}.json yet: run python -m benchmarks.{name})\n")
             continue
         machine = payload["machine"]
-        print(f"### {name}\n")
+        print(f"### {_TITLES[name]}\n")
         print(
             f"`{payload['command']}` on {machine['cpu']} ({machine['cpu_count']} CPUs), "
             f"Python {machine['python']}, commit {machine['git_commit']}, {machine['date']}\n"
