@@ -349,7 +349,8 @@ class LlamaMemory(Strategy):
     def __init__(self) -> None:
         self._chat_message, _, self._memory_cls = _import_llama()
 
-    def _start(self, scenario: Scenario) -> None:
+    def start(self, scenario: Scenario) -> None:
+        self.close()
         super().start(scenario)
         self._memory = self._memory_cls.from_defaults(
             session_id=f"bench-{uuid.uuid4().hex}",
@@ -379,10 +380,6 @@ class LlamaMemory(Strategy):
             from llama_index.core.async_utils import asyncio_run
 
             asyncio_run(engine.dispose())
-
-    def start(self, scenario: Scenario) -> None:
-        self.close()
-        self._start(scenario)
 
 
 class PriomptNode(Strategy):
