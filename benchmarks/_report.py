@@ -213,7 +213,7 @@ def plot_bars(
         return None
     n = max(1, len(series))
     width = 0.8 / n
-    fig, ax = plt.subplots(figsize=(max(9, 1.1 * len(groups)), 4.2))
+    fig, ax = plt.subplots(figsize=(max(9, 1.1 * len(groups)), 5.2))
     for i, (label, values) in enumerate(series.items()):
         xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
         ax.bar(xs, [v if v is not None else 0 for v in values], width, label=label)
@@ -222,7 +222,7 @@ def plot_bars(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.32))
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

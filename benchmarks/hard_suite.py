@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     payload = build_payload(result, specs, args.seeds)
     if not args.no_plots and not args.no_write:
-        payload["plots"] = make_plots(result, payload, args.out)
+        payload["plots"] = make_plots(payload, args.out)
     if not args.no_write:
         path = write_result(args.out, payload)
         print(f"wrote {path}", file=sys.stderr)
@@ -130,8 +130,10 @@ def build_payload(result: SuiteResult, specs: Sequence[Any], seeds: int) -> dict
     }
 
 
-def make_plots(result: SuiteResult, payload: dict[str, Any], stem: str) -> list[str]:
-    labels = {k: v.get("label", k) for k, v in result.strategies.items()}
+def make_plots(payload: dict[str, Any], stem: str) -> list[str]:
+    """Every hard-suite PNG, drawn from the payload alone (so a committed JSON can be redrawn)."""
+    strategies = payload["strategies"]
+    labels = {k: v.get("label", k) for k, v in strategies.items()}
     series = payload["series"]
     files = plot_series(
         f"{stem}_per_turn",
@@ -140,7 +142,7 @@ def make_plots(result: SuiteResult, payload: dict[str, Any], stem: str) -> list[
         labels,
     )
     groups = list(payload["scenarios"])
-    names = [n for n in result.strategies if result.strategies[n].get("available")]
+    names = [n for n in strategies if strategies[n].get("available")]
     for key, ylabel, fname in (
         ("recall", "recall (fact in prompt)", f"{stem}_recall"),
         ("cost_05", "cost vs naive = 100, reads at 0.5x", f"{stem}_cost"),
