@@ -173,7 +173,7 @@ def _close_workers() -> None:
 def progress(total: int, desc: str) -> Any:
     """A tqdm bar on stderr, or a silent stand-in when tqdm is not installed."""
     try:
-        from tqdm import tqdm
+        from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         return _NoBar()
     disable = os.environ.get("MEMBRANE_BENCH_NO_PROGRESS") == "1"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from benchmarks._text import Fact, TextFactory
 from benchmarks._tokens import count_text
@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 PROBE_KINDS = ("memory", "history", "tool", "paste")
+MemoryKind = Literal["semantic", "episodic", "procedural"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,7 @@ class Memory:
 
     id: str
     content: str
-    memory_type: str = "semantic"
+    memory_type: MemoryKind = "semantic"
     priority: int = 2
 
 
@@ -192,7 +193,7 @@ HARD_SCENARIOS: dict[str, ScenarioSpec] = {
 }
 
 
-def _tier(rng: random.Random) -> tuple[str, int]:
+def _tier(rng: random.Random) -> tuple[MemoryKind, int]:
     roll = rng.random()
     if roll < 0.7:
         return "semantic", 2

@@ -488,14 +488,15 @@ class MembraneStrategy(Strategy):
             from membrane import ContextCompiler, MemoryItem
         except ImportError as exc:
             raise StrategyUnavailable(f"membrane cannot be imported ({exc})") from exc
+        builder: Callable[..., dict[str, Any]] | None
         try:
-            from membrane import anthropic_request
+            from membrane import anthropic_request as builder
         except ImportError:
-            anthropic_request = None
+            builder = None
         self.name, self.label, self.description = name, label, description
         self._compiler_cls = ContextCompiler
         self._memory_cls = MemoryItem
-        self._anthropic_request = anthropic_request
+        self._anthropic_request = builder
         self._options = options
 
     def start(self, scenario: Scenario) -> None:

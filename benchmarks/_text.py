@@ -675,7 +675,11 @@ class TextFactory:
         call_id = self.tool_call_id()
         name = self.rng.choice(("lookup_record", "get_account", "search_crm", "fetch_entity"))
         args = json.dumps({"entity": fact.entity, "fields": "all"})
-        call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+        call: dict[str, object] = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": args},
+        }
         fields: dict[str, str] = {
             "entity": fact.entity,
             "type": fact.kind,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from benchmarks._report import machine, write_result
 from benchmarks._scenarios import ScenarioSpec
@@ -39,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = run_suite(
         [SPEC], args.seeds, parse_strategies(args.strategies), args.jobs, desc="cache savings"
     )
-    payload = {
+    payload: dict[str, Any] = {
         "suite": "cache_savings",
         "command": command_line(),
         "machine": machine(),

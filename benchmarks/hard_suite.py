@@ -147,7 +147,7 @@ def make_plots(payload: dict[str, Any], stem: str) -> list[str]:
         ("recall", "recall (fact in prompt)", f"{stem}_recall"),
         ("cost_05", "cost vs naive = 100, reads at 0.5x", f"{stem}_cost"),
     ):
-        bars = {
+        bars: dict[str, Sequence[float | None]] = {
             labels.get(n, n): [
                 payload["scenarios"][g]["results"].get(n, {}).get(key) for g in groups
             ]
