@@ -467,17 +467,16 @@ def ensure_priompt() -> None:
     npm = shutil.which("npm")
     if npm is None:
         raise StrategyUnavailable("`npm` is not on PATH; it is needed once to install Priompt")
-    command = [
-        npm,
-        "ci" if (PRIOMPT_DIR / "package-lock.json").exists() else "install",
-        "--no-audit",
-        "--no-fund",
-    ]
-    done = subprocess.run(command, cwd=PRIOMPT_DIR, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise StrategyUnavailable(
-            f"`{' '.join(command[:2])}` failed in {PRIOMPT_DIR}: {done.stderr.strip()[-300:]}"
-        )
+    # `npm ci` installs exactly the committed lock; some npm versions refuse it when the lock
+    # lacks other platforms' optional binaries, and `npm install` still honours the lock then.
+    errors = []
+    for verb in ("ci", "install"):
+        command = [npm, verb, "--no-audit", "--no-fund"]
+        done = subprocess.run(command, cwd=PRIOMPT_DIR, capture_output=True, text=True, check=False)
+        if done.returncode == 0:
+            return
+        errors.append(f"`npm {verb}`: {done.stderr.strip()[-200:]}")
+    raise StrategyUnavailable(f"installing Priompt in {PRIOMPT_DIR} failed: " + " | ".join(errors))
 
 
 class MembraneStrategy(Strategy):
