@@ -9,6 +9,7 @@ careful user sets is set and named in ``description``.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import json
 import os
@@ -352,6 +353,10 @@ class LlamaMemory(Strategy):
     def start(self, scenario: Scenario) -> None:
         self.close()
         super().start(scenario)
+        # Memory runs its SQL store through asyncio on the thread's current loop, creating one
+        # if there is none and never closing it; give it a loop of ours that close() closes.
+        self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self._loop)
         self._memory = self._memory_cls.from_defaults(
             session_id=f"bench-{uuid.uuid4().hex}",
             token_limit=scenario.budget,
@@ -374,12 +379,16 @@ class LlamaMemory(Strategy):
     def close(self) -> None:
         memory = getattr(self, "_memory", None)
         self._memory = None
+        loop: asyncio.AbstractEventLoop | None = getattr(self, "_loop", None)
+        self._loop = None
+        if loop is None:
+            return
         engine = getattr(getattr(memory, "sql_store", None), "_async_engine", None)
         if engine is not None:
             # The in-memory SQLite connection stays open until its engine is disposed.
-            from llama_index.core.async_utils import asyncio_run
-
-            asyncio_run(engine.dispose())
+            loop.run_until_complete(engine.dispose())
+        asyncio.set_event_loop(None)
+        loop.close()
 
 
 class PriomptNode(Strategy):
