@@ -550,10 +550,16 @@ class ContextCompiler:
             if recall and tracker is not None
             else None
         )
-        # The best-matching passage is held a keyframe's room, like every memory is: it
-        # competes with the memories' keyframes instead of waiting for what they leave.
+        # Under memory pressure the best-matching passage is held a keyframe's room, like
+        # every memory is: it competes with their keyframes instead of taking what they leave.
+        header = count(RECALL_HEADER) + 2
+        memory_tokens = sum(count(line) + 1 for line in turn.offer.lines())
         anchor: list[RecalledPassage] = []
-        if recall and tracker is not None:
+        if (
+            recall
+            and tracker is not None
+            and memory_tokens > room - header - 2 * self.keyframe_tokens
+        ):
             anchor = select_passages(
                 tracker,
                 turn.user_message,
@@ -564,7 +570,7 @@ class ContextCompiler:
                 max_passages=1,
                 min_score=PIN_MIN_SCORE,
             )
-        reserved = count(RECALL_HEADER) + 2 + sum(p.tokens for p in anchor) if anchor else 0
+        reserved = header + sum(p.tokens for p in anchor) if anchor else 0
         texts = turn.offer.texts()
         stats = CombinedStats(tracker.stats if tracker else None, TermStats(texts))
         semantic = None
@@ -582,16 +588,18 @@ class ContextCompiler:
             thinned=lambda: thin_lines(turn.offer, stats, count, self.keyframe_tokens),
             thin_before_drop=self.thin_before_drop,
         )
-        if anchor and tracker is not None:
+        if recall and tracker is not None:
             used = sum(count(line) + 1 for line in tail.lines)
+            # Passages come back only for a question that shares a rare word with them.
             tail.passages = (
                 select_passages(
                     tracker,
                     turn.user_message,
-                    room - count(RECALL_HEADER) - 2 - used,
+                    room - header - used,
                     limit=tracker.chunk,
                     count=count,
                     extra_ranking=passage_order,
+                    min_score=PIN_MIN_SCORE,
                 )
                 or anchor
             )

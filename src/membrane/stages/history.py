@@ -308,12 +308,13 @@ class HistoryTracker:
         for unit in group_units(new, field=field_name, offset=offset):
             start, stop = unit.start + offset, unit.stop + offset
             span = messages[start:stop]
-            tokens = sum(self.count(message_text(m)) + self.overhead for m in span)
+            texts = [message_text(m) for m in span]
+            tokens = sum(self.count(text) + self.overhead for text in texts)
             self.bounds.append((start, stop))
             self.unit_tokens.append(tokens)
             self.fingerprints.append(_fingerprint(span))
-            for m in span:
-                self.stats.add(message_text(m))
+            for text in texts:
+                self.stats.add(text)
             self.kept_tokens += tokens
             if self.kept_tokens > self.share:
                 self._cut(len(self.bounds) - 1, messages)

@@ -6,7 +6,8 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Protocol
 
 __all__ = [
@@ -238,12 +239,18 @@ class CombinedStats:
 STATEMENT_WEIGHT = 0.2
 
 
-def query_weights(query: str) -> dict[str, float]:
+def query_weights(query: str) -> Mapping[str, float]:
     """How much each content word of ``query`` says about what it asks for.
 
     When the text asks a question, words of its question sentences weigh 1 and the others
-    ``STATEMENT_WEIGHT``; a text without a question weighs all its words 1.
+    ``STATEMENT_WEIGHT``; a text without a question weighs all its words 1. The mapping is
+    shared (memoised) and read-only.
     """
+    return _query_weights(query)
+
+
+@functools.lru_cache(maxsize=1024)
+def _query_weights(query: str) -> Mapping[str, float]:
     from membrane.text.sentences import split_sentences
 
     sentences = split_sentences(query)
@@ -253,7 +260,7 @@ def query_weights(query: str) -> dict[str, float]:
         weight = 1.0 if is_question or not any(asks) else STATEMENT_WEIGHT
         for w in content_words(sentence):
             weights[w] = max(weights.get(w, 0.0), weight)
-    return weights
+    return MappingProxyType(weights)
 
 
 def lexical_scores(query: str, texts: Sequence[str], stats: Rarity) -> list[float]:

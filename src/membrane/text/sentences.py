@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["split_sentences"]
@@ -18,6 +19,12 @@ def split_sentences(text: str) -> list[str]:
     >>> split_sentences("It works. Does it? Yes!\\nNext line")
     ['It works.', 'Does it?', 'Yes!', 'Next line']
     """
+    return list(_split(text))
+
+
+@functools.lru_cache(maxsize=16_384)
+def _split(text: str) -> tuple[str, ...]:
+    # Memoised: messages and memories are split again on every turn they are in play.
     out = []
     start = 0
     for match in _BOUNDARY.finditer(text):
@@ -28,4 +35,4 @@ def split_sentences(text: str) -> list[str]:
     tail = text[start:].strip()
     if tail:
         out.append(tail)
-    return out
+    return tuple(out)
