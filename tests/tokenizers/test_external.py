@@ -145,10 +145,15 @@ def test_tokenizer_json_counts_exclude_post_processor_tokens(bpe_json: Path, tex
     assert len(raw.encode(text).ids) == expected + 2  # [CLS] ... [SEP]
 
 
-@given(text=st.one_of(sample_text.filter(str.isascii), st.text(string.printable, max_size=80)))
+def _comparable(text: str) -> bool:
+    # ASCII only, and without the separators \x1c-\x1f, which Python's \s counts as white space
+    # and Rust's does not: the two regex engines disagree there, not the adapter.
+    return text.isascii() and not any("\x1c" <= c <= "\x1f" for c in text)
+
+
+@given(text=st.one_of(sample_text.filter(_comparable), st.text(string.printable, max_size=80)))
 def test_word_level_count_is_the_number_of_words(wordlevel_json: Path, text: str) -> None:
-    # Independent reference: Whitespace pre-tokenisation splits on \w+ and runs of other symbols
-    # (ASCII only: Python's and Rust's Unicode word classes differ at the edges).
+    # Independent reference: Whitespace pre-tokenisation splits on \w+ and runs of other symbols.
     expected = len(re.findall(r"\w+|[^\w\s]+", text))
     assert HuggingFaceAdapter.from_file(wordlevel_json).count(text) == expected
 
