@@ -572,12 +572,19 @@ class ContextCompiler:
             )
         reserved = header + sum(p.tokens for p in anchor) if anchor else 0
         texts = turn.offer.texts()
-        stats = CombinedStats(tracker.stats if tracker else None, TermStats(texts))
+        # Ranking and keyframes only decide what goes; when everything fits, none is needed.
+        trimming = memory_tokens > room - reserved
+        base_stats = tracker.stats if tracker else None
+        stats = CombinedStats(base_stats, TermStats(texts if trimming else ()))
         semantic = None
-        if self._semantic is not None and self.rank_fusion and len(texts) > 1:
+        if trimming and self._semantic is not None and self.rank_fusion and len(texts) > 1:
             semantic = self._semantic.order(turn.user_message, texts)
         ranking = rank_offer(
-            texts, turn.user_message, stats, fuse=self.rank_fusion, semantic_order=semantic
+            texts,
+            turn.user_message,
+            stats,
+            fuse=self.rank_fusion and trimming,
+            semantic_order=semantic,
         )
         tail, choice = fit_offer(
             turn.offer,
