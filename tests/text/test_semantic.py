@@ -1,0 +1,86 @@
+"""The optional embedder vote: used when given, cached, and a failing model falls back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from membrane.compiler import ContextCompiler
+from membrane.records import MemoryItem
+from membrane.text.semantic import SemanticRanker, cosine
+
+_AXES = ("weather", "money", "travel")
+
+
+def _toy_embedder(calls: list[list[str]]) -> object:
+    """One axis per topic: a text's vector counts its topic words (a real, deterministic model)."""
+    topics = {
+        "weather": {"rain", "storm", "umbrella", "forecast", "weather"},
+        "money": {"invoice", "refund", "price", "budget", "money"},
+        "travel": {"flight", "train", "hotel", "trip", "travel"},
+    }
+
+    def embed(texts: list[str]) -> Sequence[Sequence[float]]:
+        calls.append(list(texts))
+        return [
+            [
+                float(sum(w.strip(".,?") in topics[axis] for w in t.lower().split()))
+                for axis in _AXES
+            ]
+            for t in texts
+        ]
+
+    return embed
+
+
+def test_cosine_handles_mismatched_and_zero_vectors() -> None:
+    assert cosine([1.0, 0.0], [1.0, 0.0]) == 1.0
+    assert cosine([1.0, 0.0], [0.0, 1.0]) == 0.0
+    assert cosine([1.0], [1.0, 0.0]) == 0.0
+    assert cosine([0.0, 0.0], [1.0, 1.0]) == 0.0
+
+
+def test_ranker_orders_by_similarity_and_embeds_each_text_once() -> None:
+    calls: list[list[str]] = []
+    ranker = SemanticRanker(_toy_embedder(calls))  # type: ignore[arg-type]
+    texts = ["The flight and hotel are booked.", "Bring an umbrella, rain later.", "Refund sent."]
+    assert ranker.order("Is a storm in the forecast?", texts) == [1, 0, 2]
+    assert ranker.order("Is a storm in the forecast?", texts) == [1, 0, 2]
+    assert sum(len(c) for c in calls) == 4  # the question and three texts, once each
+
+
+def test_failing_embedder_falls_back_to_words_and_says_why() -> None:
+    def broken(texts: list[str]) -> Sequence[Sequence[float]]:
+        raise RuntimeError("model offline")
+
+    memories = [
+        MemoryItem(id=f"m{i}", content=f"Note {i} about the trip budget. " * 4) for i in range(30)
+    ]
+    compiler = ContextCompiler(300, embedder=broken, include_interrupt_instruction=False)
+    result = compiler.compile(memories, "What was the trip budget?")
+    assert result.metadata["semantic_ranking_error"] == "RuntimeError: model offline"
+    assert "semantic_ranking" not in result.metadata
+    assert result.metadata["token_count"] + result.metadata["message_framing_tokens"] <= 300
+    plain = ContextCompiler(300, include_interrupt_instruction=False).compile(
+        memories, "What was the trip budget?"
+    )
+    assert result.messages == plain.messages  # the fallback is exactly word matching
+
+
+def test_embedder_vote_is_recorded_when_memories_compete() -> None:
+    calls: list[list[str]] = []
+    memories = [
+        MemoryItem(id="w", content="Pack an umbrella: the forecast says storm and rain all week."),
+        *[
+            MemoryItem(id=f"f{i}", content=f"Filler note number {i} about nothing much at all.")
+            for i in range(25)
+        ],
+    ]
+    compiler = ContextCompiler(
+        260,
+        embedder=_toy_embedder(calls),
+        include_interrupt_instruction=False,  # type: ignore[arg-type]
+    )
+    result = compiler.compile(memories, "Should I expect bad weather?")
+    assert result.metadata.get("semantic_ranking") is True
+    assert "w" in result.ref_map.values()
+    assert calls
