@@ -480,7 +480,7 @@ class ContextCompiler:
         start = tracker.bounds[unit][0] if unit < len(tracker.bounds) else len(history)
         plan.kept = history[start:]
         plan.dropped_messages = start
-        plan.dropped_tokens = sum(tracker.unit_tokens[:unit])
+        plan.dropped_tokens = tracker.total_tokens - plan.kept_tokens
         return plan
 
     def _tracker(

@@ -129,7 +129,7 @@ def validate_messages(
             f"{field} must be a list of message dicts like {{'role': 'user', 'content': '...'}}",
             field=field,
         )
-    out: list[Message] = list(messages)
+    out: list[Message] = messages if isinstance(messages, list) else list(messages)
     for i in range(start, len(out)):
         _check_message(out[i], f"{field}[{i}]")
     group_units(out[start:], field=field, offset=start)  # raises on broken tool pairing

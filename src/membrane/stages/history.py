@@ -278,6 +278,7 @@ class HistoryTracker:
     fingerprints: list[str] = field(default_factory=list)
     cut: int = 0
     kept_tokens: int = 0
+    total_tokens: int = 0
     events: list[CutEvent] = field(default_factory=list)
     lines: list[IndexLine] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
@@ -316,6 +317,7 @@ class HistoryTracker:
             for text in texts:
                 self.stats.add(text)
             self.kept_tokens += tokens
+            self.total_tokens += tokens
             if self.kept_tokens > self.share:
                 self._cut(len(self.bounds) - 1, messages)
 
