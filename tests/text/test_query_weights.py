@@ -22,3 +22,12 @@ def test_lexical_scores_prefer_what_the_question_asks() -> None:
         "Orchid Works moved to Lyon. What is the gate code for Quill Labs?", texts, TermStats(texts)
     )
     assert scores[1] > scores[0] > 0
+
+
+def test_a_short_question_carries_the_sentence_it_leans_on() -> None:
+    weights = query_weights(
+        "Lunch was late again. The records tool listed the approval code for Canyon Freight. "
+        "Which value was it?"
+    )
+    assert weights["canyon"] == 1.0 and weights["approval"] == 1.0
+    assert weights["lunch"] == STATEMENT_WEIGHT

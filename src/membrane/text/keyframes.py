@@ -6,37 +6,9 @@ import math
 from collections.abc import Callable
 
 from membrane.text.relevance import Rarity, content_words
-from membrane.text.sentences import split_sentences
+from membrane.text.sentences import DEPENDENT_OPENERS, depends_on_previous, split_sentences
 
 __all__ = ["DEPENDENT_OPENERS", "depends_on_previous", "keyframe", "sentence_density"]
-
-# A sentence opening with one of these leans on the sentence before it.
-DEPENDENT_OPENERS = frozenset(
-    [
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "they",
-        "them",
-        "their",
-        "there",
-        "he",
-        "she",
-        "his",
-        "her",
-        "hers",
-        "such",
-        "so",
-        "then",
-        "which",
-        "both",
-        "each",
-    ]
-)
-_SHORT_SENTENCE_WORDS = 5
 
 
 def sentence_density(sentence: str, stats: Rarity) -> float:
@@ -45,15 +17,6 @@ def sentence_density(sentence: str, stats: Rarity) -> float:
     if not words:
         return 0.0
     return sum(stats.idf(w) for w in set(words)) / math.sqrt(len(words))
-
-
-def depends_on_previous(sentence: str) -> bool:
-    """True when ``sentence`` leans on the one before: a pronoun opener, or very short."""
-    words = sentence.split()
-    if len(words) <= _SHORT_SENTENCE_WORDS:
-        return True
-    first = words[0].strip("\"'(“‘").lower()
-    return first in DEPENDENT_OPENERS
 
 
 def keyframe(text: str, stats: Rarity, count: Callable[[str], int], max_tokens: int) -> str | None:

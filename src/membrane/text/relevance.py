@@ -251,10 +251,14 @@ def query_weights(query: str) -> Mapping[str, float]:
 
 @functools.lru_cache(maxsize=1024)
 def _query_weights(query: str) -> Mapping[str, float]:
-    from membrane.text.sentences import split_sentences
+    from membrane.text.sentences import depends_on_previous, split_sentences
 
     sentences = split_sentences(query)
     asks = [s.rstrip(" \"')").endswith("?") for s in sentences]
+    # "Which value was it?" asks about the sentence before it: that one is part of the question.
+    for i in range(len(sentences) - 1, 0, -1):
+        if asks[i] and depends_on_previous(sentences[i]):
+            asks[i - 1] = True
     weights: dict[str, float] = {}
     for sentence, is_question in zip(sentences, asks, strict=True):
         weight = 1.0 if is_question or not any(asks) else STATEMENT_WEIGHT

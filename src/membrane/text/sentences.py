@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["split_sentences"]
+__all__ = ["DEPENDENT_OPENERS", "depends_on_previous", "split_sentences"]
 
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before white space,
 # or at a line break. Abbreviation handling is deliberately absent: a wrong split only makes a
@@ -36,3 +36,41 @@ def _split(text: str) -> tuple[str, ...]:
     if tail:
         out.append(tail)
     return tuple(out)
+
+
+# A sentence opening with one of these leans on the sentence before it.
+DEPENDENT_OPENERS = frozenset(
+    [
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "they",
+        "them",
+        "their",
+        "there",
+        "he",
+        "she",
+        "his",
+        "her",
+        "hers",
+        "such",
+        "so",
+        "then",
+        "which",
+        "both",
+        "each",
+    ]
+)
+_SHORT_SENTENCE_WORDS = 5
+
+
+def depends_on_previous(sentence: str) -> bool:
+    """True when ``sentence`` leans on the one before: a pronoun opener, or very short."""
+    words = sentence.split()
+    if len(words) <= _SHORT_SENTENCE_WORDS:
+        return True
+    first = words[0].strip("\"'(“‘").lower()
+    return first in DEPENDENT_OPENERS
