@@ -207,6 +207,11 @@ class TermStats:
         self._df.update(set(content_words(document)))
         self.documents += 1
 
+    def add_words(self, words: Iterable[str]) -> None:
+        """Count one more document given as its content words."""
+        self._df.update(set(words))
+        self.documents += 1
+
     def df(self, word: str) -> int:
         return self._df.get(word, 0)
 
