@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -19,6 +19,7 @@ __all__ = [
     "Breakpoint",
     "CompiledPrompt",
     "Image",
+    "Location",
     "Message",
     "Opaque",
     "Part",
@@ -29,6 +30,7 @@ __all__ = [
     "parse_data_url",
     "read_breakpoints",
     "read_messages",
+    "render_turns",
     "require_end_placement",
     "strip_cache_control",
 ]
@@ -427,3 +429,55 @@ def read_messages(
         out.append(Message(role, tuple(parts), i, cuts))
     reader.finish()
     return out
+
+
+Location = tuple[str, int, int]
+"""Where a rendered block landed: ("system", 0, block) or ("messages", turn, block)."""
+
+
+def render_turns(
+    messages: Sequence[Message],
+    *,
+    provider: str,
+    system_block: Callable[[Text, str], dict[str, Any]],
+    block: Callable[[Part, str], dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[tuple[int, int], Location | None]]:
+    """System blocks, alternating turns, and where each (message, part) ended up.
+
+    For APIs that take the system text apart and want user and assistant turns to alternate
+    (Anthropic, Bedrock Converse): consecutive messages of one role merge into one turn, so a
+    tool result and the user text after it become one user turn. ``ends[(message, -1)]`` is
+    the location of a message's last block, for cache markers.
+    """
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    ends: dict[tuple[int, int], Location | None] = {}
+    last: Location | None = None
+    for msg in messages:
+        where = f"messages[{msg.index}]"
+        if msg.role == "system":
+            if out:
+                raise InvalidInputError(
+                    f"{where} is a system message after the conversation started; {provider} "
+                    "takes system text only before the first turn (put it in core_content)",
+                    field=where,
+                )
+            for p, part in enumerate(msg.parts):
+                if not isinstance(part, Text):
+                    raise InvalidInputError(
+                        f"{where}: {provider} system prompts hold text only", field=where
+                    )
+                system.append(system_block(part, where))
+                last = ("system", 0, len(system) - 1)
+                ends[(msg.index, p)] = last
+            ends[(msg.index, -1)] = last
+            continue
+        for p, part in enumerate(msg.parts):
+            rendered = block(part, where)
+            if not out or out[-1]["role"] != msg.role:
+                out.append({"role": msg.role, "content": []})
+            out[-1]["content"].append(rendered)
+            last = ("messages", len(out) - 1, len(out[-1]["content"]) - 1)
+            ends[(msg.index, p)] = last
+        ends[(msg.index, -1)] = last
+    return system, out, ends

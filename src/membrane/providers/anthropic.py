@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
 from typing import Any
 
 from membrane.capabilities import get_cache_pricing, get_token_scale
@@ -11,7 +10,6 @@ from membrane.errors import InvalidInputError
 from membrane.providers._convert import (
     CompiledPrompt,
     Image,
-    Message,
     Part,
     Text,
     ToolCall,
@@ -20,6 +18,7 @@ from membrane.providers._convert import (
     parse_data_url,
     read_breakpoints,
     read_messages,
+    render_turns,
     require_end_placement,
     strip_cache_control,
 )
@@ -96,48 +95,6 @@ def _block(part: Part, where: str) -> dict[str, Any]:
     return strip_cache_control(part.block)
 
 
-Location = tuple[str, int, int]  # ("system", 0, block) or ("messages", message, block)
-
-
-def _render(
-    messages: Sequence[Message],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[tuple[int, int], Location | None]]:
-    system: list[dict[str, Any]] = []
-    out: list[dict[str, Any]] = []
-    ends: dict[tuple[int, int], Location | None] = {}
-    last: Location | None = None
-    for msg in messages:
-        where = f"messages[{msg.index}]"
-        if msg.role == "system":
-            if out:
-                raise InvalidInputError(
-                    f"{where} is a system message after the conversation started; Anthropic "
-                    "takes system text only before the first turn (put it in core_content)",
-                    field=where,
-                )
-            for p, part in enumerate(msg.parts):
-                if not isinstance(part, Text):
-                    raise InvalidInputError(
-                        f"{where}: Anthropic system prompts hold text only", field=where
-                    )
-                system.append(_block(part, where))
-                last = ("system", 0, len(system) - 1)
-                ends[(msg.index, p)] = last
-            ends[(msg.index, -1)] = last
-            continue
-        for p, part in enumerate(msg.parts):
-            block = _block(part, where)
-            if not out or out[-1]["role"] != msg.role:
-                # Anthropic wants user and assistant turns to alternate: a tool result and the
-                # user text after it become one user turn.
-                out.append({"role": msg.role, "content": []})
-            out[-1]["content"].append(block)
-            last = ("messages", len(out) - 1, len(out[-1]["content"]) - 1)
-            ends[(msg.index, p)] = last
-        ends[(msg.index, -1)] = last
-    return system, out, ends
-
-
 def anthropic_request(
     result: CompiledPrompt, ttl: str = "5m", *, max_breakpoints: int = MAX_CACHE_BREAKPOINTS
 ) -> dict[str, Any]:
@@ -164,7 +121,9 @@ def anthropic_request(
         if bp.chars is not None:
             cuts.setdefault(bp.message_index, []).append(bp.chars)
     messages = read_messages(result.messages, cuts)
-    system, out, ends = _render(messages)
+    system, out, ends = render_turns(
+        messages, provider="Anthropic", system_block=_block, block=_block
+    )
 
     model_id = metadata.get("model_id")
     pricing = get_cache_pricing(model_id) if isinstance(model_id, str) else None

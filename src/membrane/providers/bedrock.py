@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from membrane.capabilities import get_cache_pricing, get_token_scale
@@ -13,7 +12,6 @@ from membrane.errors import InvalidInputError
 from membrane.providers._convert import (
     CompiledPrompt,
     Image,
-    Message,
     Part,
     Text,
     ToolCall,
@@ -22,6 +20,7 @@ from membrane.providers._convert import (
     parse_data_url,
     read_breakpoints,
     read_messages,
+    render_turns,
     require_end_placement,
 )
 
@@ -110,47 +109,6 @@ def _block(part: Part, where: str) -> dict[str, Any]:
     )
 
 
-Location = tuple[int, int, int]  # (0 = system / 1 = messages, message, block)
-
-
-def _render(
-    messages: Sequence[Message],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[tuple[int, int], Location | None]]:
-    system: list[dict[str, Any]] = []
-    out: list[dict[str, Any]] = []
-    ends: dict[tuple[int, int], Location | None] = {}
-    last: Location | None = None
-    for msg in messages:
-        where = f"messages[{msg.index}]"
-        if msg.role == "system":
-            if out:
-                raise InvalidInputError(
-                    f"{where} is a system message after the conversation started; Bedrock "
-                    "takes system text only before the first turn",
-                    field=where,
-                )
-            for p, part in enumerate(msg.parts):
-                if not isinstance(part, Text):
-                    raise InvalidInputError(
-                        f"{where}: Bedrock system prompts hold text only", field=where
-                    )
-                system.append({"text": part.text})
-                last = (0, 0, len(system) - 1)
-                ends[(msg.index, p)] = last
-            ends[(msg.index, -1)] = last
-            continue
-        for p, part in enumerate(msg.parts):
-            block = _block(part, where)
-            if not out or out[-1]["role"] != msg.role:
-                # Converse requires user and assistant turns to alternate.
-                out.append({"role": msg.role, "content": []})
-            out[-1]["content"].append(block)
-            last = (1, len(out) - 1, len(out[-1]["content"]) - 1)
-            ends[(msg.index, p)] = last
-        ends[(msg.index, -1)] = last
-    return system, out, ends
-
-
 def bedrock_converse_request(
     result: CompiledPrompt,
     *,
@@ -183,7 +141,12 @@ def bedrock_converse_request(
         if bp.chars is not None:
             cuts.setdefault(bp.message_index, []).append(bp.chars)
     messages = read_messages(result.messages, cuts)
-    system, out, ends = _render(messages)
+    system, out, ends = render_turns(
+        messages,
+        provider="Bedrock",
+        system_block=lambda part, _where: {"text": part.text},
+        block=_block,
+    )
 
     lookup_id = model_id if model_id is not None else metadata.get("model_id")
     pricing = get_cache_pricing(lookup_id) if isinstance(lookup_id, str) else None
@@ -204,7 +167,7 @@ def bedrock_converse_request(
         locations = {ends[a] for a in anchors if ends.get(a) is not None}
         # Insert from the back so earlier positions stay valid.
         for section, m, b in sorted((loc for loc in locations if loc), reverse=True):
-            target = system if section == 0 else out[m]["content"]
+            target = system if section == "system" else out[m]["content"]
             target.insert(b + 1, {"cachePoint": dict(point)})
 
     request: dict[str, Any] = {}
