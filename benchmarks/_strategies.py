@@ -575,6 +575,17 @@ def _membrane_cheap() -> Strategy:
     )
 
 
+def _membrane_cheap_wide_index() -> Strategy:
+    return MembraneStrategy(
+        "membrane_cheap_wide",
+        "Membrane, recall_evicted_history=False, index_share=0.25",
+        "The cheap mode with twice the default index room (the index is the only carrier of "
+        "dropped history there, and it sits in the cached prefix).",
+        recall_evicted_history=False,
+        index_share=0.25,
+    )
+
+
 def _membrane_system() -> Strategy:
     return MembraneStrategy(
         "membrane_system",
@@ -593,6 +604,7 @@ ALL_STRATEGIES: dict[str, Callable[[], Strategy]] = {
     "priompt": PriomptNode,
     "membrane": _membrane_defaults,
     "membrane_cheap": _membrane_cheap,
+    "membrane_cheap_wide": _membrane_cheap_wide_index,
     "membrane_system": _membrane_system,
 }
 

@@ -34,6 +34,7 @@ ORDER = (
     "priompt",
     "membrane",
     "membrane_cheap",
+    "membrane_cheap_wide",
     "membrane_system",
 )
 SHORT = {
@@ -44,6 +45,7 @@ SHORT = {
     "priompt": "Priompt",
     "membrane": "Membrane",
     "membrane_cheap": "M. cheap",
+    "membrane_cheap_wide": "M. cheap, wide index",
     "membrane_system": "M. system",
 }
 PEERS = ("naive", "langchain", "llamaindex_buffer", "llamaindex_memory", "priompt")
@@ -412,7 +414,7 @@ def targets_table(hard: dict[str, Any] | None, speed: dict[str, Any] | None) -> 
                 _costs(c),
                 c["cost_05"] <= 65 and c["cost_01"] <= 45,
             )
-        for name in ("membrane", "membrane_cheap", "membrane_system"):
+        for name in ("membrane", "membrane_cheap", "membrane_cheap_wide", "membrane_system"):
             s = hard["summary"].get(name)
             if s:
                 add(
