@@ -139,6 +139,7 @@ class _Turn:
     counter: MemoizedCounter
     budget: int
     scale: float
+    scale_samples: int
     budget_counted: int
     conversation: str
     use_caching: bool
@@ -396,7 +397,12 @@ class ContextCompiler:
         )
         cap = get_context_cap_for_model(self.model_id) if self.model_id else None
         budget = min(self.max_tokens, cap) if cap else self.max_tokens
-        scale = self.token_scale_for(self.model_id)
+        # One state-store read per compile: the scale and how many observations shaped it.
+        if self.fixed_token_scale is not None:
+            scale, scale_samples = self.fixed_token_scale, 0
+        else:
+            calibration = self._calibration(self.model_id)
+            scale, scale_samples = calibration.scale, calibration.samples
         if self._semantic is not None:
             self._semantic.reset()
         return _Turn(
@@ -410,6 +416,7 @@ class ContextCompiler:
             counter=self._counter(tokenizer_registry),
             budget=budget,
             scale=scale,
+            scale_samples=scale_samples,
             budget_counted=counted_budget(budget, scale),
             conversation=conversation,
             use_caching=use_prompt_caching_split,
@@ -739,9 +746,7 @@ class ContextCompiler:
 
     def _common_metadata(self, md: dict[str, Any], turn: _Turn, sent_tokens: int) -> None:
         md["token_scale"] = turn.scale
-        md["token_scale_samples"] = (
-            0 if self.fixed_token_scale is not None else self._calibration(self.model_id).samples
-        )
+        md["token_scale_samples"] = turn.scale_samples
         if turn.scale != 1.0:
             md["tokens_budget_counted"] = turn.budget_counted
         md["budget_exceeded"] = sent_tokens > turn.budget_counted
