@@ -292,20 +292,19 @@ class LongformStore:
     def _write(self, action: str) -> Iterator[sqlite3.Connection]:
         # IMMEDIATE takes the write lock up front, so two writers queue on busy_timeout instead
         # of failing when a read transaction tries to upgrade.
-        with self._lock, self._sqlite_errors(action):
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._transaction(action, "BEGIN IMMEDIATE") as db:
+            yield db
 
     @contextmanager
     def _read(self, action: str) -> Iterator[sqlite3.Connection]:
         # One read transaction: every query inside sees the same snapshot.
+        with self._transaction(action, "BEGIN") as db:
+            yield db
+
+    @contextmanager
+    def _transaction(self, action: str, begin: str) -> Iterator[sqlite3.Connection]:
         with self._lock, self._sqlite_errors(action):
-            self._db.execute("BEGIN")
+            self._db.execute(begin)
             try:
                 yield self._db
             except BaseException:
