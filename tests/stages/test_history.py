@@ -288,6 +288,33 @@ def test_index_line_keeps_every_rare_fact_of_a_message() -> None:
     assert index_digest(filler, stats, count_tokens, 40) == ""  # nothing rare: no line
 
 
+def test_index_line_leaves_out_chatter_repeats_and_requests() -> None:
+    from membrane.stages.history import index_digest
+    from membrane.text.relevance import TermStats
+
+    message = (
+        "Which badge number goes with the Norwegian research facility again? "
+        "Quick update on Quarry Health. Their door PIN got reset after the audit. "
+        "Going forward it is LF79-3G. Lunch was risotto, which is the third time this week. "
+        "I spoke with Quarry Health twice about it."
+    )
+    stats = TermStats([message])  # every word is rare here: only the kind of word decides
+    line = index_digest(message, stats, count_tokens, 40)
+    assert "LF79-3G" in line and "Quarry Health" in line
+    assert "risotto" not in line  # a rare word, but neither a code nor a name
+    assert "Norwegian" not in line  # a question asks; it does not tell
+    assert "twice" not in line  # names Quarry Health again and nothing new
+
+
+def test_a_message_that_only_asks_still_gets_its_question_as_the_line() -> None:
+    from membrane.stages.history import index_digest
+    from membrane.text.relevance import TermStats
+
+    message = "Can you check whether invoice INV-20931 from Tarn Logistics was paid?"
+    line = index_digest(message, TermStats([message]), count_tokens, 40)
+    assert line == message
+
+
 def test_passage_scores_count_the_question_and_the_record_it_belongs_to() -> None:
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "Look up Slate Health please."},

@@ -20,7 +20,7 @@ from typing import Any
 
 from membrane.messages import group_units, message_text
 from membrane.text.keyframes import depends_on_previous, sentence_density
-from membrane.text.relevance import TermStats, content_words, query_weights
+from membrane.text.relevance import _WORD, STOPWORDS, TermStats, content_words, query_weights
 from membrane.text.sentences import split_sentences
 
 __all__ = [
@@ -54,6 +54,9 @@ KEYFRAME_SPAN_TOKENS = 400
 # A word in at most this many messages of the conversation marks a sentence worth indexing.
 RARE_DOCUMENT_FREQUENCY = 2
 PASSAGE_WORDS = 60
+# A question of more words than this is a request; a keyframe prefers what was stated.
+_SHORT_QUESTION_WORDS = 5
+_REQUEST_DISCOUNT = 0.3
 # Query words found in more passages than this are too common to tell passages apart.
 _MAX_POSTINGS_SCANNED = 128
 _QUESTION_WEIGHT = 0.5
@@ -164,30 +167,48 @@ def _has_rare_word(sentence: str, stats: TermStats) -> bool:
     return any(stats.df(w) <= RARE_DOCUMENT_FREQUENCY for w in content_words(sentence))
 
 
+def _rare_specifics(sentence: str, stats: TermStats) -> frozenset[str]:
+    """Rare words written with a digit or a capital after the first word: codes and names."""
+    words = (word for word in _WORD.findall(sentence)[1:] if not word.islower())
+    return frozenset(
+        lowered
+        for lowered in map(str.lower, words)
+        if lowered not in STOPWORDS and stats.df(lowered) <= RARE_DOCUMENT_FREQUENCY
+    )
+
+
+def _is_request(sentence: str) -> bool:
+    """A question of more than a few words asks for something rather than stating it."""
+    return sentence.endswith("?") and len(sentence.split()) > _SHORT_QUESTION_WORDS
+
+
 def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -> str:
     """The index line body of a dropped message: its keyframes and its other rare facts.
 
     A message none of whose words is rare in the conversation gets no line (it repeats what
     is said elsewhere). Otherwise every KEYFRAME_SPAN_TOKENS of it give one keyframe (the
-    densest sentence of that span under ``frame_tokens``). Further sentences that carry a rare
-    word join, densest first, while the line stays under ``frame_tokens`` times the square
-    root of the message's length in 50-token steps: a message stating several facts keeps
-    several, a long paste keeps more without taking over the index. Sentences are joined in
-    their original order.
+    densest sentence of that span under ``frame_tokens``; a question ranks low, as it asks
+    rather than tells). Further sentences join, densest first, when they name a code or a name
+    that is rare in the conversation and not yet on the line, while the line stays under
+    ``frame_tokens`` times the square root of the message's length in 50-token steps: a message
+    stating several facts keeps several, a long paste keeps more without taking over the index,
+    and chatter stays out. Sentences are joined in their original order.
     """
     sentences = split_sentences(text)
     if not sentences:
         return ""
+    if not any(_has_rare_word(sentence, stats) for sentence in sentences):
+        return ""  # nothing here that the rest of the conversation does not say too
     sizes = [count(sentence) for sentence in sentences]
     density = [
-        sentence_density(sentence, stats) if size <= frame_tokens else -1.0
+        -1.0
+        if size > frame_tokens
+        else sentence_density(sentence, stats)
+        * (_REQUEST_DISCOUNT if _is_request(sentence) else 1.0)
         for sentence, size in zip(sentences, sizes, strict=True)
     ]
     total = sum(sizes)
     per_span = math.ceil(len(sentences) / max(1, math.ceil(total / KEYFRAME_SPAN_TOKENS)))
-    rare = [_has_rare_word(sentence, stats) for sentence in sentences]
-    if not any(rare):
-        return ""  # nothing here that the rest of the conversation does not say too
     chosen: set[int] = set()
     for start in range(0, len(sentences), per_span):
         best = max(range(start, min(start + per_span, len(sentences))), key=density.__getitem__)
@@ -195,16 +216,25 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
             chosen.add(best)
     if not chosen:
         return _truncate_to(sentences[0], count, frame_tokens)
+    specifics = [_rare_specifics(sentence, stats) for sentence in sentences]
+    covered = set().union(*(specifics[i] for i in chosen))
     cap = frame_tokens * math.ceil(math.sqrt(total / 50))
     used = sum(sizes[i] for i in chosen)
     for i in sorted(range(len(sentences)), key=lambda i: -density[i]):
-        if i in chosen or density[i] < 0 or not rare[i]:
+        new = specifics[i] - covered
+        if i in chosen or density[i] < 0 or not new or _is_request(sentences[i]):
             continue
         if used + sizes[i] <= cap:
             chosen.add(i)
+            covered |= new
             used += sizes[i]
     for i in sorted(chosen):  # a chosen sentence that leans on the one before brings it along
-        leans = i > 0 and i - 1 not in chosen and depends_on_previous(sentences[i])
+        leans = (
+            i > 0
+            and i - 1 not in chosen
+            and depends_on_previous(sentences[i])
+            and not _is_request(sentences[i - 1])
+        )
         if leans and used + sizes[i - 1] <= cap:
             chosen.add(i - 1)
             used += sizes[i - 1]
