@@ -315,6 +315,20 @@ def test_a_message_that_only_asks_still_gets_its_question_as_the_line() -> None:
     assert line == message
 
 
+def test_only_a_message_naming_a_rare_code_or_name_gets_a_line() -> None:
+    from membrane.stages.history import index_digest
+    from membrane.text.relevance import TermStats
+
+    chatter = "Keeping decisions in one shared place saves a lot of searching afterwards."
+    fact = "Keeping the spare key at Birch Lane saves a trip; the lockbox code is 4471."
+    lowercase = "my locker is the blue one near the stairs, second shelf from the top."
+    stats = TermStats([chatter, fact, lowercase])
+    assert index_digest(chatter, stats, count_tokens, 40) == ""
+    assert index_digest(fact, stats, count_tokens, 40) == fact
+    # A writer who never uses capitals cannot mark names: any rare word earns the line.
+    assert index_digest(lowercase, stats, count_tokens, 40) == lowercase
+
+
 def test_passage_scores_count_the_question_and_the_record_it_belongs_to() -> None:
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "Look up Slate Health please."},

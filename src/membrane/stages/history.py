@@ -199,6 +199,10 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
         return ""
     if not any(_has_rare_word(sentence, stats) for sentence in sentences):
         return ""  # nothing here that the rest of the conversation does not say too
+    specifics = [_rare_specifics(sentence, stats) for sentence in sentences]
+    if not any(specifics) and not text.islower():
+        # A writer who uses capitals marks names with them: no rare code or name, no fact.
+        return ""
     sizes = [count(sentence) for sentence in sentences]
     density = [
         -1.0
@@ -211,12 +215,12 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
     per_span = math.ceil(len(sentences) / max(1, math.ceil(total / KEYFRAME_SPAN_TOKENS)))
     chosen: set[int] = set()
     for start in range(0, len(sentences), per_span):
-        best = max(range(start, min(start + per_span, len(sentences))), key=density.__getitem__)
+        span = range(start, min(start + per_span, len(sentences)))
+        best = max(span, key=lambda i: (density[i] >= 0 and bool(specifics[i]), density[i]))
         if density[best] >= 0:
             chosen.add(best)
     if not chosen:
         return _truncate_to(sentences[0], count, frame_tokens)
-    specifics = [_rare_specifics(sentence, stats) for sentence in sentences]
     covered = set().union(*(specifics[i] for i in chosen))
     cap = frame_tokens * math.ceil(math.sqrt(total / 50))
     used = sum(sizes[i] for i in chosen)
