@@ -990,3 +990,23 @@ def test_preflight_analyst_model_defaults_from_the_environment(
     assert ContextCompiler(100, preflight_analyst_model="x/y").preflight_analyst_model == "x/y"
     monkeypatch.setenv("PREFLIGHT_ANALYST_MODEL", "local/llama")
     assert ContextCompiler(100).preflight_analyst_model == "local/llama"
+
+
+def test_a_procedure_the_question_names_survives_the_cap_of_three_with_room_to_spare() -> None:
+    procedures = [
+        MemoryItem(id=f"p{i}", content=f"Procedure {i}: {text}", memory_type="procedural")
+        for i, text in enumerate(
+            (
+                "Greet returning customers by name.",
+                "Offer a free safety check with every service.",
+                "Log every repair in the workshop book.",
+                "Warranty claims for Velotrax frames go to the Ghent importer.",
+            )
+        )
+    ]
+    result = ContextCompiler(8000, core_content=CORE).compile(
+        procedures, "Where do warranty claims for Velotrax frames go?"
+    )
+    kept = set(result.ref_map.values())
+    assert len(kept) == 3  # the cap holds
+    assert "p3" in kept  # and the one the question names is among the three

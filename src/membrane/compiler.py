@@ -19,8 +19,9 @@ from membrane import config
 from membrane.capabilities import get_context_cap_for_model, get_token_scale
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, validate_messages
-from membrane.records import MEMORY_KINDS, memory_tier
+from membrane.records import MEMORY_KINDS, TIER_PROCEDURAL, memory_tier
 from membrane.stages.firewall import (
+    MAX_PROCEDURAL_KEPT,
     PIN_MIN_SCORE,
     MiddleItem,
     Offer,
@@ -579,8 +580,10 @@ class ContextCompiler:
             )
         reserved = header + sum(p.tokens for p in anchor) if anchor else 0
         texts = turn.offer.texts()
-        # Ranking and keyframes only decide what goes; when everything fits, none is needed.
-        trimming = memory_tokens > room - reserved
+        # Ranking and keyframes only decide what goes; when everything fits and no procedure
+        # is over its cap, none is needed.
+        procedures = sum(1 for tier in turn.offer.tiers() if tier == TIER_PROCEDURAL)
+        trimming = memory_tokens > room - reserved or procedures > MAX_PROCEDURAL_KEPT
         base_stats = tracker.stats if tracker else None
         stats = CombinedStats(base_stats, TermStats(texts if trimming else ()))
         semantic = None
