@@ -329,6 +329,21 @@ def test_only_a_message_naming_a_rare_code_or_name_gets_a_line() -> None:
     assert index_digest(lowercase, stats, count_tokens, 40) == lowercase
 
 
+def test_a_dropped_question_is_never_recalled_as_if_it_held_the_answer() -> None:
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Which parcel trace code goes with the Osaka depot again?"},
+        {"role": "assistant", "content": "I do not have that yet."},
+        {"role": "user", "content": "The parcel trace code for the Osaka depot is PT-5531."},
+        {"role": "assistant", "content": "Noted."},
+    ] + [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": "filler " * 80} for i in range(8)
+    ]
+    tracker = HistoryTracker(300, 150, count_tokens, OVERHEAD, 40)
+    tracker.update(history, "h")
+    scores = tracker.score_passages("What was the parcel trace code of the Osaka depot?")
+    assert {tracker.passages[pid].message for pid in scores} == {2}
+
+
 def test_passage_scores_count_the_question_and_the_record_it_belongs_to() -> None:
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "Look up Slate Health please."},

@@ -389,6 +389,8 @@ class HistoryTracker:
         self.passages.append(passage)
         weights: dict[str, float] = {}
         for sentence in passage.sentences:
+            if _is_request(sentence):
+                continue  # a question asks for the answer; it does not hold it
             weight = _QUESTION_WEIGHT if sentence.rstrip().endswith("?") else 1.0
             for w in content_words(sentence):
                 weights[w] = max(weights.get(w, 0.0), weight)
