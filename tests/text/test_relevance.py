@@ -75,3 +75,11 @@ def test_rank_fusion_properties(rankings: list[list[int]]) -> None:
         for b in fused:
             if a != b and all(p[a] < p[b] for p in pos):
                 assert where[a] < where[b]
+
+
+def test_marked_words_are_the_names_codes_and_numbers_after_the_first_word() -> None:
+    from membrane.text.relevance import marked_words
+
+    sentence = "Quarry Health said I should use LF79-3G from 12 May, not the old one."
+    assert marked_words(sentence) == ("health", "lf79-3g", "12", "may")
+    assert marked_words("all lower case here, nothing marked") == ()

@@ -20,7 +20,7 @@ from typing import Any
 
 from membrane.messages import group_units, message_text
 from membrane.text.keyframes import depends_on_previous, sentence_density
-from membrane.text.relevance import _WORD, STOPWORDS, TermStats, content_words, query_weights
+from membrane.text.relevance import TermStats, content_words, marked_words, query_weights
 from membrane.text.sentences import split_sentences
 
 __all__ = [
@@ -168,13 +168,8 @@ def _has_rare_word(sentence: str, stats: TermStats) -> bool:
 
 
 def _rare_specifics(sentence: str, stats: TermStats) -> frozenset[str]:
-    """Rare words written with a digit or a capital after the first word: codes and names."""
-    words = (word for word in _WORD.findall(sentence)[1:] if not word.islower())
-    return frozenset(
-        lowered
-        for lowered in map(str.lower, words)
-        if lowered not in STOPWORDS and stats.df(lowered) <= RARE_DOCUMENT_FREQUENCY
-    )
+    """The sentence's codes, numbers and names that are rare in the conversation."""
+    return frozenset(w for w in marked_words(sentence) if stats.df(w) <= RARE_DOCUMENT_FREQUENCY)
 
 
 def _is_request(sentence: str) -> bool:

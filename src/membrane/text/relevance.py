@@ -18,6 +18,7 @@ __all__ = [
     "TermStats",
     "content_words",
     "lexical_scores",
+    "marked_words",
     "query_weights",
     "rank_fusion",
 ]
@@ -183,6 +184,19 @@ def content_words(text: str) -> tuple[str, ...]:
     """
     words = (m.group(0).lower() for m in _WORD.finditer(text))
     return tuple(w for w in words if w not in STOPWORDS)
+
+
+@functools.lru_cache(maxsize=65_536)
+def marked_words(text: str) -> tuple[str, ...]:
+    """Lower-cased content words written with a capital or a digit, after the first word.
+
+    Those marks are how writers set apart names, codes and numbers; the first word is skipped
+    because it is capitalised anyway. Memoised like :func:`content_words`.
+    """
+    words = (m.group(0) for m in _WORD.finditer(text))
+    next(words, None)
+    lowered = (w.lower() for w in words if not w.islower())
+    return tuple(w for w in lowered if w not in STOPWORDS)
 
 
 class Rarity(Protocol):
