@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -342,6 +343,61 @@ def test_a_dropped_question_is_never_recalled_as_if_it_held_the_answer() -> None
     tracker.update(history, "h")
     scores = tracker.score_passages("What was the parcel trace code of the Osaka depot?")
     assert {tracker.passages[pid].message for pid in scores} == {2}
+
+
+@pytest.mark.parametrize(
+    ("call", "result"),
+    [
+        (  # OpenAI: arguments are a JSON string
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {
+                            "name": "crm",
+                            "arguments": '{"entity": "Slate Health", "limit": 1, "tags": ["a"]}',
+                        },
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "Account: 6DB2-M3."},
+        ),
+        (  # Anthropic: input is a dict
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "c1",
+                        "name": "crm",
+                        "input": {"entity": "Slate Health", "limit": 1, "tags": ["a"]},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "c1", "content": "Account: 6DB2-M3."}
+                ],
+            },
+        ),
+    ],
+)
+def test_a_tool_result_line_names_what_the_call_asked(
+    call: dict[str, Any], result: dict[str, Any]
+) -> None:
+    history = [{"role": "user", "content": "Look up Slate Health."}, call, result] + [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": "filler " * 60}
+        for i in range(10)
+    ]
+    tracker = HistoryTracker(200, 100, count_tokens, OVERHEAD, 40)
+    tracker.update(history, "h")
+    lines = [line.text for line in tracker.lines if "6DB2-M3" in line.text]
+    assert len(lines) == 1
+    assert "crm entity=Slate Health, limit=1)" in lines[0]  # scalars only, in order
 
 
 def test_passage_scores_count_the_question_and_the_record_it_belongs_to() -> None:

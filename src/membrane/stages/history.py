@@ -13,6 +13,7 @@ messages); :func:`reference_cut` is the slow, obvious form the tests compare it 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,8 @@ RARE_DOCUMENT_FREQUENCY = 2
 PASSAGE_WORDS = 60
 # A question of more words than this is a request; a keyframe prefers what was stated.
 _SHORT_QUESTION_WORDS = 5
+# A tool result's index line names the call's arguments up to this many characters.
+_CALL_LABEL_CHARS = 80
 _REQUEST_DISCOUNT = 0.3
 # Query words found in more passages than this are too common to tell passages apart.
 _MAX_POSTINGS_SCANNED = 128
@@ -114,15 +117,22 @@ def reference_cut(unit_tokens: Sequence[int], share: int, chunk: int) -> tuple[i
     return cut, events
 
 
-def _role_label(message: Mapping[str, Any]) -> str:
+def _role_label(message: Mapping[str, Any], calls: Mapping[str, str]) -> str:
+    """``user``/``assistant``, or ``tool result (<call>)`` naming the call it answers."""
     role = str(message.get("role", "user"))
     if role == "tool":
-        return f"tool result ({message.get('name') or message.get('tool_call_id', '')})"
+        call = calls.get(str(message.get("tool_call_id", "")), "tool")
+        return f"tool result ({message.get('name') or call})"
     content = message.get("content")
-    if isinstance(content, list) and any(
-        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
-    ):
-        return "tool result"
+    if isinstance(content, list):
+        answered = [
+            calls.get(str(b.get("tool_use_id", "")), "")
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") == "tool_result"
+        ]
+        if answered:
+            named = "; ".join(a for a in answered if a)
+            return f"tool result ({named})" if named else "tool result"
     return role
 
 
@@ -137,17 +147,39 @@ def _is_call_stub(message: Mapping[str, Any]) -> bool:
     return has_calls and not (isinstance(content, str) and content.strip())
 
 
+def _call_label(name: str, arguments: Any) -> str:
+    """A tool's name with what it was asked, e.g. ``search_crm entity=Slate Health``."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return name
+    if not isinstance(arguments, Mapping):
+        return name
+    asked = ", ".join(
+        f"{key}={value}" for key, value in arguments.items() if isinstance(value, (str, int, float))
+    )
+    if len(asked) > _CALL_LABEL_CHARS:
+        asked = asked[: _CALL_LABEL_CHARS - 1].rstrip() + "…"
+    return f"{name} {asked}" if asked else name
+
+
 def _tool_names(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     names: dict[str, str] = {}
     for m in messages:
         for call in m.get("tool_calls") or ():
             if isinstance(call, Mapping):
-                names[str(call.get("id", ""))] = str(call.get("function", {}).get("name", ""))
+                function = call.get("function", {})
+                names[str(call.get("id", ""))] = _call_label(
+                    str(function.get("name", "")), function.get("arguments")
+                )
         content = m.get("content")
         if isinstance(content, list):
             for b in content:
                 if isinstance(b, Mapping) and b.get("type") == "tool_use":
-                    names[str(b.get("id", ""))] = str(b.get("name", ""))
+                    names[str(b.get("id", ""))] = _call_label(
+                        str(b.get("name", "")), b.get("input")
+                    )
     return names
 
 
@@ -367,9 +399,7 @@ class HistoryTracker:
             text = message_text(m) if m.get("role") != "assistant" else _assistant_text(m)
             if not text.strip():
                 continue
-            label = _role_label(m)
-            if m.get("role") == "tool" and not m.get("name"):
-                label = f"tool result ({names.get(str(m.get('tool_call_id', '')), 'tool')})"
+            label = _role_label(m, names)
             for p in _passages_of(unit, start + offset, label, text, self.count):
                 self._add_passage(p)
             if _is_call_stub(m):
