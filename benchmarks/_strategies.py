@@ -24,7 +24,7 @@ from typing import Any
 
 from benchmarks._providers import openai_to_anthropic
 from benchmarks._scenarios import Memory, Scenario, Turn
-from benchmarks._tokens import count_message, count_text, encode_fresh
+from benchmarks._tokens import FRAMING_TOKENS, count_message, count_text, encode_fresh
 
 __all__ = [
     "ALL_STRATEGIES",
@@ -201,11 +201,14 @@ class LangChainTrim(Strategy):
         for msg in messages:
             n = self._counts.get(id(msg))
             if n is None:
-                n = 3 + count_text(
-                    msg.content if isinstance(msg.content, str) else str(msg.content)
-                )
+                # Counted fresh, once per message object: the harness's shared text memo would
+                # hand LangChain counts the naive baseline already paid for.
+                text = msg.content if isinstance(msg.content, str) else str(msg.content)
+                n = FRAMING_TOKENS + len(encode_fresh(text))
                 for call in getattr(msg, "tool_calls", None) or ():
-                    n += count_text(call["name"]) + count_text(json.dumps(call["args"]))
+                    n += len(encode_fresh(call["name"])) + len(
+                        encode_fresh(json.dumps(call["args"]))
+                    )
                 self._counts[id(msg)] = n
             total += n
         return total
