@@ -83,3 +83,4 @@ def test_marked_words_are_the_names_codes_and_numbers_after_the_first_word() -> 
     sentence = "Quarry Health said I should use LF79-3G from 12 May, not the old one."
     assert marked_words(sentence) == ("health", "lf79-3g", "12", "may")
     assert marked_words("all lower case here, nothing marked") == ()
+    assert marked_words("Yes, I'm sure I've seen it, as I said.") == ()  # the speaker, not a name

@@ -23,6 +23,8 @@ __all__ = [
     "rank_fusion",
 ]
 
+# "I", "I'm", "I've": a capital that marks the speaker, not a name.
+_FIRST_PERSON = re.compile(r"i(?:['’]\w+)?$")
 _WORD = re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?", re.UNICODE)
 
 STOPWORDS = frozenset(
@@ -196,7 +198,7 @@ def marked_words(text: str) -> tuple[str, ...]:
     words = (m.group(0) for m in _WORD.finditer(text))
     next(words, None)
     lowered = (w.lower() for w in words if not w.islower())
-    return tuple(w for w in lowered if w not in STOPWORDS)
+    return tuple(w for w in lowered if w not in STOPWORDS and not _FIRST_PERSON.match(w))
 
 
 class Rarity(Protocol):
