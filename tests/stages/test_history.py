@@ -400,6 +400,22 @@ def test_a_tool_result_line_names_what_the_call_asked(
     assert "crm entity=Slate Health, limit=1)" in lines[0]  # scalars only, in order
 
 
+def test_a_short_sentence_naming_a_topic_does_not_pull_in_the_one_before() -> None:
+    from membrane.stages.history import index_digest
+    from membrane.text.relevance import TermStats
+
+    message = (
+        "The spreadsheet is finally in a shape everyone likes. News from Slate Freight today. "
+        "Apparently the old purchase order expired. Use TN96-5Y instead."
+    )
+    line = index_digest(message, TermStats([message]), count_tokens, 40)
+    # The code's sentence leans on the one before it (that one says what the code is for);
+    # the short topic opener names Slate Freight and stands on its own.
+    assert "Apparently the old purchase order expired. Use TN96-5Y instead." in line
+    assert "News from Slate Freight today." in line
+    assert "spreadsheet" not in line
+
+
 def test_passage_scores_count_the_question_and_the_record_it_belongs_to() -> None:
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "Look up Slate Health please."},

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from membrane.messages import group_units, message_text
-from membrane.text.keyframes import depends_on_previous, sentence_density
+from membrane.text.keyframes import DEPENDENT_OPENERS, depends_on_previous, sentence_density
 from membrane.text.relevance import TermStats, content_words, marked_words, query_weights
 from membrane.text.sentences import split_sentences
 
@@ -204,6 +204,22 @@ def _rare_specifics(sentence: str, stats: TermStats) -> frozenset[str]:
     return frozenset(w for w in marked_words(sentence) if stats.df(w) <= RARE_DOCUMENT_FREQUENCY)
 
 
+def _leans_back(sentence: str, rare_marked: frozenset[str]) -> bool:
+    """True when ``sentence`` needs the one before it to be understood.
+
+    A pronoun opener always does. A short sentence does unless it names someone or something
+    rare ("News from Vale Systems today."): that one opens a topic rather than finishing one.
+    A short sentence with a code ("Use KJ-2848 instead.") still leans: the code's meaning is
+    in the sentence before.
+    """
+    if not depends_on_previous(sentence):
+        return False
+    opener = sentence.split(maxsplit=1)[0].strip("\"'(“‘").lower()
+    if opener in DEPENDENT_OPENERS:
+        return True
+    return not any(not any(c.isdigit() for c in word) for word in rare_marked)
+
+
 def _is_request(sentence: str) -> bool:
     """A question of more than a few words asks for something rather than stating it."""
     return sentence.endswith("?") and len(sentence.split()) > _SHORT_QUESTION_WORDS
@@ -263,7 +279,7 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
         leans = (
             i > 0
             and i - 1 not in chosen
-            and depends_on_previous(sentences[i])
+            and _leans_back(sentences[i], specifics[i])
             and not _is_request(sentences[i - 1])
         )
         if leans and used + sizes[i - 1] <= cap:
