@@ -22,7 +22,9 @@ __all__ = [
     "rank_fusion",
 ]
 
-_WORD = re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?", re.UNICODE)
+# A run of letters and digits, joined through ' ’ - _ to the next run: the same words as
+# [^\W_](?:[\w'’-]*[^\W_])?, with less backtracking.
+_WORD = re.compile(r"[^\W_]+(?:[_'’-]+[^\W_]+)*", re.UNICODE)
 
 STOPWORDS = frozenset(
     [
@@ -181,8 +183,7 @@ def content_words(text: str) -> tuple[str, ...]:
 
     Memoised: the same sentences and messages are read again on every turn.
     """
-    words = (m.group(0).lower() for m in _WORD.finditer(text))
-    return tuple(w for w in words if w not in STOPWORDS)
+    return tuple([w for w in map(str.lower, _WORD.findall(text)) if w not in STOPWORDS])
 
 
 class Rarity(Protocol):
