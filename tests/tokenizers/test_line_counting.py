@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,22 +38,49 @@ def test_line_split_count_equals_whole_count(text: str, encoding: str) -> None:
         counters._SPLIT_MIN_CHARS = original
 
 
+# The cut points as a plain (slow) pattern.
+_REFERENCE_CUTS = re.compile(r"(?<=\n)(?=[^\s/])|(?<=[A-Za-z0-9])(?=\n)")
+
+
+@settings(max_examples=400)
+@given(text=texts)
+def test_split_cuts_where_the_reference_pattern_does(text: str) -> None:
+    assert counters._split_at_piece_starts(text) == _REFERENCE_CUTS.split(text)
+
+
+class _Spy(TiktokenAdapter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.calls.append(text)
+        return super().count(text)
+
+
 def test_long_prompt_reuses_memoised_lines() -> None:
-    calls: list[str] = []
-
-    class Spy(TiktokenAdapter):
-        def count(self, text: str) -> int:
-            calls.append(text)
-            return super().count(text)
-
-    memo = MemoizedCounter(Spy())
+    spy = _Spy()
+    memo = MemoizedCounter(spy)
     lines = [
         f"[Mem:{i}] [fact] kind=note | text=Fact {i} about cobalt. | conf=1.00" for i in range(12)
     ]
     memo.count("\n".join(lines))
-    calls.clear()
+    spy.calls.clear()
     new_line = "[Mem:99] [fact] kind=note | text=A new one. | conf=1.00"
     grown = "\n".join([*lines, new_line])
     assert memo.count(grown) == len(load_encoding("cl100k_base").encode_ordinary(grown))
-    # Only the last old line (now followed by a break) and the new line are tokenised again.
-    assert calls == [lines[-1] + "\n", new_line]
+    # Only the new line is tokenised again: the old last line ends on a digit, so the break
+    # now after it is a part of its own.
+    assert spy.calls == [new_line]
+
+
+def test_line_ending_in_punctuation_is_counted_with_its_break() -> None:
+    spy = _Spy()
+    memo = MemoizedCounter(spy)
+    lines = [f"Fact {i} about cobalt, with a long enough line of text to split." for i in range(6)]
+    memo.count("\n".join(lines))
+    spy.calls.clear()
+    grown = "\n".join([*lines, "A new one."])
+    assert memo.count(grown) == len(load_encoding("cl100k_base").encode_ordinary(grown))
+    # "." and the break after it can be one token, so that line is tokenised again.
+    assert spy.calls == [lines[-1] + "\n", "A new one."]

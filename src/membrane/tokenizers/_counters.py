@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from typing import Protocol, runtime_checkable
 
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
@@ -51,8 +52,9 @@ class TiktokenAdapter:
 
     #: tiktoken splits text into pieces with a regex before BPE, and no piece of the bundled
     #: encodings runs across a line break followed by a character other than white space or
-    #: "/"; so a text's count is the sum of the counts of its lines cut at such breaks.
-    #: MemoizedCounter uses this to count a long prompt from its (mostly memoised) lines.
+    #: "/", nor across an ASCII letter or digit followed by a line break; so a text's count is
+    #: the sum of the counts of its parts cut at such places. MemoizedCounter uses this to
+    #: count a long prompt from its (mostly memoised) lines.
     splits_at_line_starts = True
 
     def count(self, text: str) -> int:
@@ -91,8 +93,10 @@ class CharacterEstimateCounter:
         return f"CharacterEstimateCounter({self._chars_per_token!r})"
 
 
-# A break after which tiktoken always starts a new piece (see TiktokenAdapter).
-_LINE_START = re.compile(r"(?<=\n)(?=[^\s/])")
+# Runs of line breaks. The pattern opens with a literal, which re looks for quickly; "\n+" or
+# a lookbehind would be tried at every position of a long prompt.
+_BREAKS = re.compile(r"\n\n*")
+_ASCII_ALNUM = frozenset(string.ascii_letters + string.digits)
 _SPLIT_MIN_CHARS = 256
 
 
@@ -119,7 +123,7 @@ class MemoizedCounter:
         n = self._memo.get(text)
         if n is None:
             if self._by_lines and len(text) >= _SPLIT_MIN_CHARS and "\n" in text:
-                pieces = _LINE_START.split(text)
+                pieces = _split_at_piece_starts(text)
                 n = (
                     sum(self.count(p) for p in pieces)
                     if len(pieces) > 1
@@ -134,6 +138,26 @@ class MemoizedCounter:
 
     def __repr__(self) -> str:
         return f"MemoizedCounter({self.inner!r})"
+
+
+def _split_at_piece_starts(text: str) -> list[str]:
+    """``text`` cut where tiktoken always starts a new piece (see TiktokenAdapter).
+
+    That is after a line break that opens a line (not white space or "/"), and before a line
+    break that ends a line on an ASCII letter or digit, so "line\\n" reuses the count of "line".
+    """
+    pieces = []
+    start = 0
+    for match in _BREAKS.finditer(text):
+        first, after = match.span()
+        if first > start and text[first - 1] in _ASCII_ALNUM:
+            pieces.append(text[start:first])
+            start = first
+        if after < len(text) and not text[after].isspace() and text[after] != "/":
+            pieces.append(text[start:after])
+            start = after
+    pieces.append(text[start:])
+    return pieces
 
 
 def count_tokens(text: str, encoding_name: str = "cl100k_base") -> int:
