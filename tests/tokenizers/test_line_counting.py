@@ -13,7 +13,7 @@ from membrane.tokenizers import MemoizedCounter, TiktokenAdapter, load_encoding
 # Pieces chosen to stress the split: line breaks next to punctuation, slashes (o200k glues
 # "/" to a preceding newline), carriage returns, other white space, CJK, special-token text.
 _PIECES = [
-    *"ab Z9.,[]-/:()\n\r\t'",
+    *"ab Z9.,[]-/:()?!\"\n\r\t'",
     "\n\n",
     "é",
     "中",
@@ -74,13 +74,32 @@ def test_long_prompt_reuses_memoised_lines() -> None:
     assert spy.calls == [new_line]
 
 
-def test_line_ending_in_punctuation_is_counted_with_its_break() -> None:
+def test_line_ending_in_punctuation_reuses_its_count() -> None:
     spy = _Spy()
     memo = MemoizedCounter(spy)
+    line = "Fact 1 about cobalt, with a line of text that ends in punctuation."
+    assert memo.count(line) == len(load_encoding("cl100k_base").encode_ordinary(line))
+    assert memo.count(line + "\n") == len(load_encoding("cl100k_base").encode_ordinary(line + "\n"))
+    # The line with its break is the line, less its last piece ".", plus ".\n".
+    assert spy.calls == [line, ".", ".\n"]
+    spy.calls.clear()
     lines = [f"Fact {i} about cobalt, with a long enough line of text to split." for i in range(6)]
     memo.count("\n".join(lines))
+    assert spy.calls == lines
     spy.calls.clear()
     grown = "\n".join([*lines, "A new one."])
     assert memo.count(grown) == len(load_encoding("cl100k_base").encode_ordinary(grown))
-    # "." and the break after it can be one token, so that line is tokenised again.
-    assert spy.calls == [lines[-1] + "\n", "A new one."]
+    assert spy.calls == ["A new one."]
+
+
+@settings(max_examples=400)
+@given(
+    line=texts, breaks=st.integers(1, 3), encoding=st.sampled_from(["cl100k_base", "o200k_base"])
+)
+def test_line_and_its_breaks_count_equals_whole_count(
+    line: str, breaks: int, encoding: str
+) -> None:
+    memo = MemoizedCounter(TiktokenAdapter(encoding))
+    memo.count(line)  # as in a prompt: the line alone was counted first
+    text = line + "\n" * breaks
+    assert memo.count(text) == len(load_encoding(encoding).encode_ordinary(text))

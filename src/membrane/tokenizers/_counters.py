@@ -53,8 +53,10 @@ class TiktokenAdapter:
     #: tiktoken splits text into pieces with a regex before BPE, and no piece of the bundled
     #: encodings runs across a line break followed by a character other than white space or
     #: "/", nor across an ASCII letter or digit followed by a line break; so a text's count is
-    #: the sum of the counts of its parts cut at such places. MemoizedCounter uses this to
-    #: count a long prompt from its (mostly memoised) lines.
+    #: the sum of the counts of its parts cut at such places. A line ending in ASCII
+    #: punctuation after a letter, digit or space ends in one piece: that punctuation (with
+    #: the space) and the line breaks after it. MemoizedCounter uses both to count a long
+    #: prompt from its (mostly memoised) lines.
     splits_at_line_starts = True
 
     def count(self, text: str) -> int:
@@ -97,6 +99,7 @@ class CharacterEstimateCounter:
 # a lookbehind would be tried at every position of a long prompt.
 _BREAKS = re.compile(r"\n\n*")
 _ASCII_ALNUM = frozenset(string.ascii_letters + string.digits)
+_ASCII_PUNCTUATION = frozenset(string.punctuation)
 _SPLIT_MIN_CHARS = 256
 
 
@@ -122,19 +125,25 @@ class MemoizedCounter:
     def count(self, text: str) -> int:
         n = self._memo.get(text)
         if n is None:
-            if self._by_lines and len(text) >= _SPLIT_MIN_CHARS and "\n" in text:
-                pieces = _split_at_piece_starts(text)
-                n = (
-                    sum(self.count(p) for p in pieces)
-                    if len(pieces) > 1
-                    else self.inner.count(text)
-                )
-            else:
-                n = self.inner.count(text)
+            n = self._count_new(text) if self._by_lines else self.inner.count(text)
             if len(self._memo) >= self._max_entries:
                 self._memo.clear()
             self._memo[text] = n
         return n
+
+    def _count_new(self, text: str) -> int:
+        if "\n" not in text:
+            return self.inner.count(text)
+        if len(text) >= _SPLIT_MIN_CHARS:
+            pieces = _split_at_piece_starts(text)
+            if len(pieces) > 1:
+                return sum(self.count(p) for p in pieces)
+        # "line.\n" from the count of "line." (usually memoised): only the last piece differs.
+        line = text.rstrip("\n")
+        last = _final_punctuation(line)
+        if last is None or line == text:
+            return self.inner.count(text)
+        return self.count(line) - self.count(last) + self.count(last + text[len(line) :])
 
     def __repr__(self) -> str:
         return f"MemoizedCounter({self.inner!r})"
@@ -158,6 +167,22 @@ def _split_at_piece_starts(text: str) -> list[str]:
             start = after
     pieces.append(text[start:])
     return pieces
+
+
+def _final_punctuation(line: str) -> str | None:
+    """The ASCII punctuation ending ``line`` after a letter or digit, or after a space (then
+    with the space); None when there is none or it would be the whole line."""
+    start = len(line)
+    while start > 0 and line[start - 1] in _ASCII_PUNCTUATION:
+        start -= 1
+    if start == len(line) or start == 0:
+        return None
+    before = line[start - 1]
+    if before in _ASCII_ALNUM:
+        return line[start:]
+    if before == " " and start > 1:
+        return line[start - 1 :]
+    return None
 
 
 def count_tokens(text: str, encoding_name: str = "cl100k_base") -> int:
