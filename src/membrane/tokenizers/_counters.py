@@ -125,25 +125,39 @@ class MemoizedCounter:
     def count(self, text: str) -> int:
         n = self._memo.get(text)
         if n is None:
-            n = self._count_new(text) if self._by_lines else self.inner.count(text)
-            if len(self._memo) >= self._max_entries:
-                self._memo.clear()
-            self._memo[text] = n
+            n = self._count_new(text)
+            self._remember(text, n)
         return n
 
     def _count_new(self, text: str) -> int:
-        if "\n" not in text:
+        if not self._by_lines:
             return self.inner.count(text)
-        if len(text) >= _SPLIT_MIN_CHARS:
+        if len(text) >= _SPLIT_MIN_CHARS and "\n" in text:
             pieces = _split_at_piece_starts(text)
             if len(pieces) > 1:
-                return sum(self.count(p) for p in pieces)
+                return sum(self._count_piece(p) for p in pieces)
+        return self._count_uncut(text)
+
+    def _count_piece(self, piece: str) -> int:
+        """Like :meth:`count` for a piece that has no cut left in it."""
+        n = self._memo.get(piece)
+        if n is None:
+            n = self._count_uncut(piece)
+            self._remember(piece, n)
+        return n
+
+    def _count_uncut(self, text: str) -> int:
         # "line.\n" from the count of "line." (usually memoised): only the last piece differs.
         line = text.rstrip("\n")
-        last = _final_punctuation(line)
-        if last is None or line == text:
+        last = _final_punctuation(line) if line != text else None
+        if last is None:
             return self.inner.count(text)
         return self.count(line) - self.count(last) + self.count(last + text[len(line) :])
+
+    def _remember(self, text: str, n: int) -> None:
+        if len(self._memo) >= self._max_entries:
+            self._memo.clear()
+        self._memo[text] = n
 
     def __repr__(self) -> str:
         return f"MemoizedCounter({self.inner!r})"
