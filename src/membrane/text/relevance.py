@@ -25,6 +25,8 @@ __all__ = [
 # A run of letters and digits, joined through ' ’ - _ to the next run: the same words as
 # [^\W_](?:[\w'’-]*[^\W_])?, with less backtracking.
 _WORD = re.compile(r"[^\W_]+(?:[_'’-]+[^\W_]+)*", re.UNICODE)
+# In ASCII text [^\W_] is [A-Za-z0-9]: the same words, found faster in the lower-cased text.
+_ASCII_WORD = re.compile(r"[a-z0-9]+(?:[_'-]+[a-z0-9]+)*")
 
 STOPWORDS = frozenset(
     [
@@ -183,7 +185,11 @@ def content_words(text: str) -> tuple[str, ...]:
 
     Memoised: the same sentences and messages are read again on every turn.
     """
-    return tuple([w for w in map(str.lower, _WORD.findall(text)) if w not in STOPWORDS])
+    if text.isascii():
+        words = _ASCII_WORD.findall(text.lower())
+    else:
+        words = [w.lower() for w in _WORD.findall(text)]
+    return tuple([w for w in words if w not in STOPWORDS])
 
 
 class Rarity(Protocol):
