@@ -22,6 +22,11 @@ _PIECES = [
     "<|endoftext|>",
     "Mem",
     "1234",
+    "I",
+    "HelloWorld",
+    "ABCdef",
+    "'s",
+    "\u0301",
 ]
 texts = st.lists(st.sampled_from(_PIECES), max_size=400).map("".join)
 
@@ -69,9 +74,9 @@ def test_long_prompt_reuses_memoised_lines() -> None:
     new_line = "[Mem:99] [fact] kind=note | text=A new one. | conf=1.00"
     grown = "\n".join([*lines, new_line])
     assert memo.count(grown) == len(load_encoding("cl100k_base").encode_ordinary(grown))
-    # Only the new line is tokenised again: the old last line ends on a digit, so the break
-    # now after it is a part of its own.
-    assert spy.calls == [new_line]
+    # Only the new line is tokenised again (as its label and the rest): the old last line ends
+    # on a digit, so the break now after it is a part of its own.
+    assert spy.calls == ["[Mem:99]", " [fact] kind=note | text=A new one. | conf=1.00"]
 
 
 def test_line_ending_in_punctuation_reuses_its_count() -> None:
@@ -103,3 +108,29 @@ def test_line_and_its_breaks_count_equals_whole_count(
     memo.count(line)  # as in a prompt: the line alone was counted first
     text = line + "\n" * breaks
     assert memo.count(text) == len(load_encoding(encoding).encode_ordinary(text))
+
+
+@settings(max_examples=400)
+@given(
+    label=st.sampled_from(["[user]", "[Mem:3]", "[tool result (x)]", "a]", "]"]),
+    body=texts,
+    encoding=st.sampled_from(["cl100k_base", "o200k_base"]),
+)
+def test_labelled_text_count_equals_whole_count(label: str, body: str, encoding: str) -> None:
+    memo = MemoizedCounter(TiktokenAdapter(encoding))
+    memo.count(body)  # as with a recalled passage: the text alone was counted first
+    for text in (f"{label} {body}", f" {body}"):
+        assert memo.count(text) == len(load_encoding(encoding).encode_ordinary(text))
+
+
+def test_labelled_line_reuses_the_count_of_its_text() -> None:
+    spy = _Spy()
+    memo = MemoizedCounter(spy)
+    text = "Sure thing. The invoice number of Vortex Freight is 88-1203."
+    memo.count(f"[Mem:1] [fact] {text}")
+    memo.count(text)
+    spy.calls.clear()
+    for line in (f"[Mem:2] [fact] {text}", f"[user] {text}"):
+        assert memo.count(line) == len(load_encoding("cl100k_base").encode_ordinary(line))
+    # Only the new labels and the first word with its space are tokenised.
+    assert spy.calls == ["[Mem:2]", "[user]", "Sure", " Sure"]

@@ -55,8 +55,10 @@ class TiktokenAdapter:
     #: "/", nor across an ASCII letter or digit followed by a line break; so a text's count is
     #: the sum of the counts of its parts cut at such places. A line ending in ASCII
     #: punctuation after a letter, digit or space ends in one piece: that punctuation (with
-    #: the space) and the line breaks after it. MemoizedCounter uses both to count a long
-    #: prompt from its (mostly memoised) lines.
+    #: the space) and the line breaks after it. No piece runs across a non-space character
+    #: followed by a space. A space before ASCII letters joins their piece and changes no
+    #: other, when the letters are followed by an ASCII character other than an apostrophe.
+    #: MemoizedCounter uses all this to count a prompt from its (mostly memoised) parts.
     splits_at_line_starts = True
 
     def count(self, text: str) -> int:
@@ -98,6 +100,7 @@ class CharacterEstimateCounter:
 # Runs of line breaks. The pattern opens with a literal, which re looks for quickly; "\n+" or
 # a lookbehind would be tried at every position of a long prompt.
 _BREAKS = re.compile(r"\n\n*")
+_ASCII_LETTERS = frozenset(string.ascii_letters)
 _ASCII_ALNUM = frozenset(string.ascii_letters + string.digits)
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
 _SPLIT_MIN_CHARS = 256
@@ -150,9 +153,17 @@ class MemoizedCounter:
         # "line.\n" from the count of "line." (usually memoised): only the last piece differs.
         line = text.rstrip("\n")
         last = _final_punctuation(line) if line != text else None
-        if last is None:
-            return self.inner.count(text)
-        return self.count(line) - self.count(last) + self.count(last + text[len(line) :])
+        if last is not None:
+            return self.count(line) - self.count(last) + self.count(last + text[len(line) :])
+        # "[Mem:3] text" as its label plus " text", which comes back under other labels.
+        space = text.find(" ")
+        if space > 0 and text[space - 1] == "]":
+            return self.count(text[:space]) + self.count(text[space:])
+        # " text" from a memoised "text": only the first word's piece takes the space.
+        word = _leading_word(text[1:]) if text.startswith(" ") else None
+        if word is not None and text[1:] in self._memo:
+            return self._memo[text[1:]] - self.count(word) + self.count(" " + word)
+        return self.inner.count(text)
 
     def _remember(self, text: str, n: int) -> None:
         if len(self._memo) >= self._max_entries:
@@ -161,6 +172,17 @@ class MemoizedCounter:
 
     def __repr__(self) -> str:
         return f"MemoizedCounter({self.inner!r})"
+
+
+def _leading_word(text: str) -> str | None:
+    """The ASCII letters opening ``text`` when an ASCII character other than a letter or an
+    apostrophe follows them; None otherwise."""
+    end = 0
+    while end < len(text) and text[end] in _ASCII_LETTERS:
+        end += 1
+    if end == 0 or end == len(text) or text[end] == "'" or not text[end].isascii():
+        return None
+    return text[:end]
 
 
 def _split_at_piece_starts(text: str) -> list[str]:
