@@ -25,8 +25,11 @@ __all__ = [
 # A run of letters and digits, joined through ' ’ - _ to the next run: the same words as
 # [^\W_](?:[\w'’-]*[^\W_])?, with less backtracking.
 _WORD = re.compile(r"[^\W_]+(?:[_'’-]+[^\W_]+)*", re.UNICODE)
-# In ASCII text [^\W_] is [A-Za-z0-9]: the same words, found faster in the lower-cased text.
-_ASCII_WORD = re.compile(r"[a-z0-9]+(?:[_'-]+[a-z0-9]+)*")
+# In ASCII text a word is a run of letters, digits and _ ' - with its outer _ ' - stripped:
+# blank every other character and split, which is faster than the pattern.
+_ASCII_BLANKS = str.maketrans(
+    {chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "_'-")}
+)
 
 STOPWORDS = frozenset(
     [
@@ -186,10 +189,10 @@ def content_words(text: str) -> tuple[str, ...]:
     Memoised: the same sentences and messages are read again on every turn.
     """
     if text.isascii():
-        words = _ASCII_WORD.findall(text.lower())
+        words = [w.strip("_'-") for w in text.lower().translate(_ASCII_BLANKS).split()]
     else:
         words = [w.lower() for w in _WORD.findall(text)]
-    return tuple([w for w in words if w not in STOPWORDS])
+    return tuple([w for w in words if w and w not in STOPWORDS])
 
 
 class Rarity(Protocol):
