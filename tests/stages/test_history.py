@@ -14,6 +14,7 @@ from membrane.records import MemoryItem
 from membrane.stages.history import (
     INDEX_HEADER,
     HistoryTracker,
+    _sentence_words,
     reference_cut,
     select_index_lines,
 )
@@ -364,3 +365,9 @@ def test_passage_scores_match_the_reference(
     tracker.update(history, "h")
     query = f"Noted. {query}?" if question else query
     assert tracker.score_passages(query) == _reference_scores(tracker, query)
+
+
+@given(st.text(alphabet=st.sampled_from([*"ab Z9.!?\"')]-'\n\t", "é", "’", "\u2028"]), max_size=60))
+def test_sentence_words_are_the_words_of_the_whole_text(text: str) -> None:
+    # A user message enters the statistics through its (memoised) sentences.
+    assert set(_sentence_words(text)) == set(content_words(text))
