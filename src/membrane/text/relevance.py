@@ -273,7 +273,8 @@ def _query_weights(query: str) -> Mapping[str, float]:
     for sentence, is_question in zip(sentences, asks, strict=True):
         weight = 1.0 if is_question or not any(asks) else STATEMENT_WEIGHT
         for w in content_words(sentence):
-            weights[w] = max(weights.get(w, 0.0), weight)
+            if weights.get(w, 0.0) < weight:
+                weights[w] = weight
     return MappingProxyType(weights)
 
 

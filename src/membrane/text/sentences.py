@@ -71,7 +71,7 @@ _SHORT_SENTENCE_WORDS = 5
 
 def depends_on_previous(sentence: str) -> bool:
     """True when ``sentence`` leans on the one before: a pronoun opener, or very short."""
-    words = sentence.split()
+    words = sentence.split(maxsplit=_SHORT_SENTENCE_WORDS)
     if len(words) <= _SHORT_SENTENCE_WORDS:
         return True
     first = words[0].strip("\"'(“‘").lower()
