@@ -289,8 +289,6 @@ class HistoryTracker:
     passages: list[Passage] = field(default_factory=list)
     postings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     stats: TermStats = field(default_factory=TermStats)
-    # Per word: each message with a passage holding it, and its best sentence weight there.
-    message_postings: dict[str, dict[int, float]] = field(default_factory=dict)
     _last_scores: tuple[tuple[str, int], dict[int, float]] | None = None
 
     @property
@@ -371,9 +369,6 @@ class HistoryTracker:
                 weights[w] = max(weights.get(w, 0.0), weight)
         for w, weight in weights.items():
             self.postings.setdefault(w, []).append((pid, weight))
-            in_messages = self.message_postings.setdefault(w, {})
-            if weight > in_messages.get(passage.message, 0.0):
-                in_messages[passage.message] = weight
 
     def score_passages(self, query: str) -> dict[int, float]:
         """Relevance of each dropped passage to ``query`` (only passages sharing a word).
@@ -394,10 +389,15 @@ class HistoryTracker:
             posting = self.postings.get(w)
             if not posting or len(posting) > _MAX_POSTINGS_SCANNED:
                 continue
+            in_message: dict[int, float] = {}
             for pid, sentence_weight in posting:
-                own[pid] = own.get(pid, 0.0) + weight * sentence_weight
-            for message, sentence_weight in self.message_postings[w].items():
-                context[message] = context.get(message, 0.0) + weight * sentence_weight
+                gain = weight * sentence_weight
+                own[pid] = own.get(pid, 0.0) + gain
+                message = self.passages[pid].message
+                if gain > in_message.get(message, 0.0):
+                    in_message[message] = gain
+            for message, gain in in_message.items():
+                context[message] = context.get(message, 0.0) + gain
         scores = {
             pid: score + _MESSAGE_CONTEXT_WEIGHT * context[self.passages[pid].message]
             for pid, score in own.items()
