@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from membrane.compiler import ContextCompiler
@@ -15,11 +15,13 @@ from membrane.records import MemoryItem
 from membrane.stages.history import (
     INDEX_HEADER,
     HistoryTracker,
+    _sentence_words,
     reference_cut,
     select_index_lines,
 )
+from membrane.text.relevance import content_words, query_weights
 from membrane.tokenizers import count_tokens
-from tests.strategies import conversations
+from tests.strategies import WORDS, conversations
 
 OVERHEAD = 3
 
@@ -447,3 +449,53 @@ def test_passage_scores_count_the_question_and_the_record_it_belongs_to() -> Non
     assert len(record) >= 2 and best in record
     answer = next(pid for pid in record if "6DB2-M3" in tracker.passages[pid].text)
     assert answer in scores and scores[answer] > min(scores.values())
+
+
+def _reference_scores(tracker: HistoryTracker, query: str) -> dict[int, float]:
+    """score_passages written out from the passages themselves, in the same summing order."""
+    found: dict[str, list[tuple[int, int, float]]] = {}  # word -> (pid, message, weight)
+    for pid, passage in enumerate(tracker.passages):
+        weights: dict[str, float] = {}
+        for sentence in passage.sentences:
+            weight = 0.5 if sentence.rstrip().endswith("?") else 1.0
+            for w in content_words(sentence):
+                weights[w] = max(weights.get(w, 0.0), weight)
+        for w, weight in weights.items():
+            found.setdefault(w, []).append((pid, passage.message, weight))
+    weighted = [(w, q * tracker.stats.idf(w)) for w, q in query_weights(query).items()]
+    weighted.sort(key=lambda item: (-item[1], item[0]))
+    own: dict[int, float] = {}
+    context: dict[int, float] = {}
+    for w, weight in weighted[:16]:
+        entries = found.get(w, [])
+        if not entries or len(entries) > 128:
+            continue
+        best: dict[int, float] = {}
+        for pid, message, sentence_weight in entries:
+            own[pid] = own.get(pid, 0.0) + weight * sentence_weight
+            best[message] = max(best.get(message, 0.0), weight * sentence_weight)
+        for message, gain in best.items():
+            context[message] = context.get(message, 0.0) + gain
+    return {pid: score + 0.5 * context[tracker.passages[pid].message] for pid, score in own.items()}
+
+
+@settings(max_examples=40)
+@given(
+    history=conversations(max_turns=20),
+    share=st.integers(50, 600),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=20).map(" ".join),
+    question=st.booleans(),
+)
+def test_passage_scores_match_the_reference(
+    history: list[dict[str, Any]], share: int, query: str, question: bool
+) -> None:
+    tracker = HistoryTracker(share, share // 2, count_tokens, OVERHEAD, 40)
+    tracker.update(history, "h")
+    query = f"Noted. {query}?" if question else query
+    assert tracker.score_passages(query) == _reference_scores(tracker, query)
+
+
+@given(st.text(alphabet=st.sampled_from([*"ab Z9.!?\"')]-'\n\t", "é", "’", "\u2028"]), max_size=60))
+def test_sentence_words_are_the_words_of_the_whole_text(text: str) -> None:
+    # A user message enters the statistics through its (memoised) sentences.
+    assert set(_sentence_words(text)) == set(content_words(text))

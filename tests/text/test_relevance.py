@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,6 +23,22 @@ def test_content_words() -> None:
     assert list(content_words("it is what it is")) == []
     assert list(content_words("Über café")) == ["über", "café"]
     assert {"the", "please", "remind"} <= STOPWORDS
+
+
+# The word pattern as first written; the one in use must find exactly the same words.
+_REFERENCE_WORD = re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?")
+_TRICKY = [*"ab Z9_'’-.,\n", "é", "İ", "ß", "٣", "²", "Σ", "\u0301", "中"]
+
+
+@given(
+    st.one_of(
+        st.text(alphabet=st.sampled_from(_TRICKY), max_size=30),
+        st.text(alphabet=st.characters(max_codepoint=127), max_size=30),
+    )
+)
+def test_content_words_match_the_reference_pattern(text: str) -> None:
+    words = [m.group(0).lower() for m in _REFERENCE_WORD.finditer(text)]
+    assert list(content_words(text)) == [w for w in words if w not in STOPWORDS]
 
 
 def test_term_stats_idf() -> None:

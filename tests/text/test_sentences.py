@@ -56,3 +56,23 @@ def test_only_white_space_is_lost_and_order_is_kept(text: str) -> None:
         found = text.find(s, pos)
         assert found >= 0
         pos = found + len(s)
+
+
+# The boundary as first written, with a lookbehind; the pattern in use must split the same.
+_REFERENCE_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+
+
+def _reference_split(text: str) -> list[str]:
+    out, start = [], 0
+    for match in _REFERENCE_BOUNDARY.finditer(text):
+        piece = text[start : match.start() + len(match.group(0).rstrip())].strip()
+        if piece:
+            out.append(piece)
+        start = match.end()
+    tail = text[start:].strip()
+    return [*out, tail] if tail else out
+
+
+@given(st.text(alphabet=st.sampled_from([*"a .!?\"')]\n\t", "\u2028", "\u3000"]), max_size=30))
+def test_split_matches_the_reference_boundary(text: str) -> None:
+    assert split_sentences(text) == _reference_split(text)

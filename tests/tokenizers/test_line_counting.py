@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +13,7 @@ from membrane.tokenizers import MemoizedCounter, TiktokenAdapter, load_encoding
 # Pieces chosen to stress the split: line breaks next to punctuation, slashes (o200k glues
 # "/" to a preceding newline), carriage returns, other white space, CJK, special-token text.
 _PIECES = [
-    *"ab Z9.,[]-/:()\n\r\t'",
+    *"ab Z9.,[]-/:()?!\"\n\r\t'",
     "\n\n",
     "é",
     "中",
@@ -20,6 +22,11 @@ _PIECES = [
     "<|endoftext|>",
     "Mem",
     "1234",
+    "I",
+    "HelloWorld",
+    "ABCdef",
+    "'s",
+    "\u0301",
 ]
 texts = st.lists(st.sampled_from(_PIECES), max_size=400).map("".join)
 
@@ -36,22 +43,94 @@ def test_line_split_count_equals_whole_count(text: str, encoding: str) -> None:
         counters._SPLIT_MIN_CHARS = original
 
 
+# The cut points as a plain (slow) pattern.
+_REFERENCE_CUTS = re.compile(r"(?<=\n)(?=[^\s/])|(?<=[A-Za-z0-9])(?=\n)")
+
+
+@settings(max_examples=400)
+@given(text=texts)
+def test_split_cuts_where_the_reference_pattern_does(text: str) -> None:
+    assert counters._split_at_piece_starts(text) == _REFERENCE_CUTS.split(text)
+
+
+class _Spy(TiktokenAdapter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.calls.append(text)
+        return super().count(text)
+
+
 def test_long_prompt_reuses_memoised_lines() -> None:
-    calls: list[str] = []
-
-    class Spy(TiktokenAdapter):
-        def count(self, text: str) -> int:
-            calls.append(text)
-            return super().count(text)
-
-    memo = MemoizedCounter(Spy())
+    spy = _Spy()
+    memo = MemoizedCounter(spy)
     lines = [
         f"[Mem:{i}] [fact] kind=note | text=Fact {i} about cobalt. | conf=1.00" for i in range(12)
     ]
     memo.count("\n".join(lines))
-    calls.clear()
+    spy.calls.clear()
     new_line = "[Mem:99] [fact] kind=note | text=A new one. | conf=1.00"
     grown = "\n".join([*lines, new_line])
     assert memo.count(grown) == len(load_encoding("cl100k_base").encode_ordinary(grown))
-    # Only the last old line (now followed by a break) and the new line are tokenised again.
-    assert calls == [lines[-1] + "\n", new_line]
+    # Only the new line is tokenised again (as its label and the rest): the old last line ends
+    # on a digit, so the break now after it is a part of its own.
+    assert spy.calls == ["[Mem:99]", " [fact] kind=note | text=A new one. | conf=1.00"]
+
+
+def test_line_ending_in_punctuation_reuses_its_count() -> None:
+    spy = _Spy()
+    memo = MemoizedCounter(spy)
+    line = "Fact 1 about cobalt, with a line of text that ends in punctuation."
+    assert memo.count(line) == len(load_encoding("cl100k_base").encode_ordinary(line))
+    assert memo.count(line + "\n") == len(load_encoding("cl100k_base").encode_ordinary(line + "\n"))
+    # The line with its break is the line, less its last piece ".", plus ".\n".
+    assert spy.calls == [line, ".", ".\n"]
+    spy.calls.clear()
+    lines = [f"Fact {i} about cobalt, with a long enough line of text to split." for i in range(6)]
+    memo.count("\n".join(lines))
+    assert spy.calls == lines
+    spy.calls.clear()
+    grown = "\n".join([*lines, "A new one."])
+    assert memo.count(grown) == len(load_encoding("cl100k_base").encode_ordinary(grown))
+    assert spy.calls == ["A new one."]
+
+
+@settings(max_examples=400)
+@given(
+    line=texts, breaks=st.integers(1, 3), encoding=st.sampled_from(["cl100k_base", "o200k_base"])
+)
+def test_line_and_its_breaks_count_equals_whole_count(
+    line: str, breaks: int, encoding: str
+) -> None:
+    memo = MemoizedCounter(TiktokenAdapter(encoding))
+    memo.count(line)  # as in a prompt: the line alone was counted first
+    text = line + "\n" * breaks
+    assert memo.count(text) == len(load_encoding(encoding).encode_ordinary(text))
+
+
+@settings(max_examples=400)
+@given(
+    label=st.sampled_from(["[user]", "[Mem:3]", "[tool result (x)]", "a]", "]"]),
+    body=texts,
+    encoding=st.sampled_from(["cl100k_base", "o200k_base"]),
+)
+def test_labelled_text_count_equals_whole_count(label: str, body: str, encoding: str) -> None:
+    memo = MemoizedCounter(TiktokenAdapter(encoding))
+    memo.count(body)  # as with a recalled passage: the text alone was counted first
+    for text in (f"{label} {body}", f" {body}"):
+        assert memo.count(text) == len(load_encoding(encoding).encode_ordinary(text))
+
+
+def test_labelled_line_reuses_the_count_of_its_text() -> None:
+    spy = _Spy()
+    memo = MemoizedCounter(spy)
+    text = "Sure thing. The invoice number of Vortex Freight is 88-1203."
+    memo.count(f"[Mem:1] [fact] {text}")
+    memo.count(text)
+    spy.calls.clear()
+    for line in (f"[Mem:2] [fact] {text}", f"[user] {text}"):
+        assert memo.count(line) == len(load_encoding("cl100k_base").encode_ordinary(line))
+    # Only the new labels and the first word with its space are tokenised.
+    assert spy.calls == ["[Mem:2]", "[user]", "Sure", " Sure"]

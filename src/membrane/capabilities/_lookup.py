@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 import os
@@ -64,6 +65,14 @@ class CachePricing:
 
 
 @dataclass(frozen=True, slots=True)
+class _Match:
+    key: str
+    # Set when a Claude id matched a listed model of its family but not its exact version.
+    family: str | None = None
+    version: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class _ParsedMap:
     raw: dict[str, Any]
     known: frozenset[str]
@@ -76,20 +85,17 @@ class _ParsedMap:
     long_context_cap: int | None
     long_context_from: dict[str, tuple[int, int]]
     scale_from: tuple[tuple[tuple[int, int], float], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _Match:
-    key: str
-    # Set when a Claude id matched a listed model of its family but not its exact version.
-    family: str | None = None
-    version: tuple[int, int] | None = None
+    # Model ids already resolved against this map (a compile asks several times).
+    resolved: dict[str, _Match | None] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 _lock = threading.Lock()
 _cache: dict[tuple[str, int, int], _ParsedMap] = {}
 _warned: set[str] = set()
 _MAX_WARNED = 10_000
+_MAX_RESOLVED = 10_000
 
 
 def _fail(where: str, problem: str) -> InvalidInputError:
@@ -332,7 +338,13 @@ def _lookup(model_id: str | None) -> tuple[_ParsedMap, _Match | None]:
         raise TypeError(f"model_id must be a string, got {type(model_id).__name__}")
     if not model_id.strip():
         return parsed, None
-    match = _resolve(parsed, model_id)
+    if model_id in parsed.resolved:
+        match = parsed.resolved[model_id]
+    else:
+        match = _resolve(parsed, model_id)
+        if len(parsed.resolved) >= _MAX_RESOLVED:
+            parsed.resolved.clear()
+        parsed.resolved[model_id] = match
     if match is None and model_id not in _warned:
         if len(_warned) >= _MAX_WARNED:
             _warned.clear()  # a process that invents ids must not grow without bound

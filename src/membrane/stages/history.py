@@ -195,6 +195,11 @@ def _truncate_to(text: str, count: Count, max_tokens: int) -> str:
     return " ".join(words[:lo]) + " …" if lo else ""
 
 
+def _sentence_words(text: str) -> list[str]:
+    """The content words of ``text``'s sentences; as a set, those of the whole text."""
+    return [w for sentence in split_sentences(text) for w in content_words(sentence)]
+
+
 def _has_rare_word(sentence: str, stats: TermStats) -> bool:
     return any(stats.df(w) <= RARE_DOCUMENT_FREQUENCY for w in content_words(sentence))
 
@@ -391,8 +396,12 @@ class HistoryTracker:
             self.bounds.append((start, stop))
             self.unit_tokens.append(tokens)
             self.fingerprints.append(_fingerprint(span))
-            for text in texts:
-                self.stats.add(text)
+            for message, text in zip(span, texts, strict=True):
+                if message.get("role") == "user":
+                    # Last turn's question: the words of its sentences are memoised already.
+                    self.stats.add_words(_sentence_words(text))
+                else:
+                    self.stats.add(text)
             self.kept_tokens += tokens
             self.total_tokens += tokens
             if self.kept_tokens > self.share:

@@ -10,7 +10,9 @@ __all__ = ["DEPENDENT_OPENERS", "depends_on_previous", "split_sentences"]
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before white space,
 # or at a line break. Abbreviation handling is deliberately absent: a wrong split only makes a
 # keyframe shorter, never wrong.
-_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+# The match includes the end mark (a lookbehind for it would be tried at every position;
+# a pattern whose branches open with a character or a literal is found quickly).
+_BOUNDARY = re.compile(r"[.!?][\"')\]]*\s+|\n\n*")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -69,7 +71,7 @@ _SHORT_SENTENCE_WORDS = 5
 
 def depends_on_previous(sentence: str) -> bool:
     """True when ``sentence`` leans on the one before: a pronoun opener, or very short."""
-    words = sentence.split()
+    words = sentence.split(maxsplit=_SHORT_SENTENCE_WORDS)
     if len(words) <= _SHORT_SENTENCE_WORDS:
         return True
     first = words[0].strip("\"'(“‘").lower()

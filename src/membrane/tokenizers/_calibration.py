@@ -7,6 +7,7 @@ clearly too high.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
@@ -71,6 +72,7 @@ class ScaleCalibration:
         )
 
 
+@functools.lru_cache(maxsize=1024)
 def counted_budget(budget: int, scale: float) -> int:
     """``budget / scale`` rounded down, computed on the scale's decimal value.
 

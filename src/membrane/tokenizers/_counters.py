@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from typing import Protocol, runtime_checkable
 
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
@@ -51,8 +52,13 @@ class TiktokenAdapter:
 
     #: tiktoken splits text into pieces with a regex before BPE, and no piece of the bundled
     #: encodings runs across a line break followed by a character other than white space or
-    #: "/"; so a text's count is the sum of the counts of its lines cut at such breaks.
-    #: MemoizedCounter uses this to count a long prompt from its (mostly memoised) lines.
+    #: "/", nor across an ASCII letter or digit followed by a line break; so a text's count is
+    #: the sum of the counts of its parts cut at such places. A line ending in ASCII
+    #: punctuation after a letter, digit or space ends in one piece: that punctuation (with
+    #: the space) and the line breaks after it. No piece runs across a non-space character
+    #: followed by a space. A space before ASCII letters joins their piece and changes no
+    #: other, when the letters are followed by an ASCII character other than an apostrophe.
+    #: MemoizedCounter uses all this to count a prompt from its (mostly memoised) parts.
     splits_at_line_starts = True
 
     def count(self, text: str) -> int:
@@ -91,8 +97,12 @@ class CharacterEstimateCounter:
         return f"CharacterEstimateCounter({self._chars_per_token!r})"
 
 
-# A break after which tiktoken always starts a new piece (see TiktokenAdapter).
-_LINE_START = re.compile(r"(?<=\n)(?=[^\s/])")
+# Runs of line breaks. The pattern opens with a literal, which re looks for quickly; "\n+" or
+# a lookbehind would be tried at every position of a long prompt.
+_BREAKS = re.compile(r"\n\n*")
+_ASCII_LETTERS = frozenset(string.ascii_letters)
+_ASCII_ALNUM = frozenset(string.ascii_letters + string.digits)
+_ASCII_PUNCTUATION = frozenset(string.punctuation)
 _SPLIT_MIN_CHARS = 256
 
 
@@ -118,22 +128,97 @@ class MemoizedCounter:
     def count(self, text: str) -> int:
         n = self._memo.get(text)
         if n is None:
-            if self._by_lines and len(text) >= _SPLIT_MIN_CHARS and "\n" in text:
-                pieces = _LINE_START.split(text)
-                n = (
-                    sum(self.count(p) for p in pieces)
-                    if len(pieces) > 1
-                    else self.inner.count(text)
-                )
-            else:
-                n = self.inner.count(text)
-            if len(self._memo) >= self._max_entries:
-                self._memo.clear()
-            self._memo[text] = n
+            n = self._count_new(text)
+            self._remember(text, n)
         return n
+
+    def _count_new(self, text: str) -> int:
+        if not self._by_lines:
+            return self.inner.count(text)
+        if len(text) >= _SPLIT_MIN_CHARS and "\n" in text:
+            pieces = _split_at_piece_starts(text)
+            if len(pieces) > 1:
+                return sum(self._count_piece(p) for p in pieces)
+        return self._count_uncut(text)
+
+    def _count_piece(self, piece: str) -> int:
+        """Like :meth:`count` for a piece that has no cut left in it."""
+        n = self._memo.get(piece)
+        if n is None:
+            n = self._count_uncut(piece)
+            self._remember(piece, n)
+        return n
+
+    def _count_uncut(self, text: str) -> int:
+        # "line.\n" from the count of "line." (usually memoised): only the last piece differs.
+        line = text.rstrip("\n")
+        last = _final_punctuation(line) if line != text else None
+        if last is not None:
+            return self.count(line) - self.count(last) + self.count(last + text[len(line) :])
+        # "[Mem:3] text" as its label plus " text", which comes back under other labels.
+        space = text.find(" ")
+        if space > 0 and text[space - 1] == "]":
+            return self.count(text[:space]) + self.count(text[space:])
+        # " text" from a memoised "text": only the first word's piece takes the space.
+        word = _leading_word(text[1:]) if text.startswith(" ") else None
+        if word is not None and text[1:] in self._memo:
+            return self._memo[text[1:]] - self.count(word) + self.count(" " + word)
+        return self.inner.count(text)
+
+    def _remember(self, text: str, n: int) -> None:
+        if len(self._memo) >= self._max_entries:
+            self._memo.clear()
+        self._memo[text] = n
 
     def __repr__(self) -> str:
         return f"MemoizedCounter({self.inner!r})"
+
+
+def _leading_word(text: str) -> str | None:
+    """The ASCII letters opening ``text`` when an ASCII character other than a letter or an
+    apostrophe follows them; None otherwise."""
+    end = 0
+    while end < len(text) and text[end] in _ASCII_LETTERS:
+        end += 1
+    if end == 0 or end == len(text) or text[end] == "'" or not text[end].isascii():
+        return None
+    return text[:end]
+
+
+def _split_at_piece_starts(text: str) -> list[str]:
+    """``text`` cut where tiktoken always starts a new piece (see TiktokenAdapter).
+
+    That is after a line break that opens a line (not white space or "/"), and before a line
+    break that ends a line on an ASCII letter or digit, so "line\\n" reuses the count of "line".
+    """
+    pieces = []
+    start = 0
+    for match in _BREAKS.finditer(text):
+        first, after = match.span()
+        if first > start and text[first - 1] in _ASCII_ALNUM:
+            pieces.append(text[start:first])
+            start = first
+        if after < len(text) and not text[after].isspace() and text[after] != "/":
+            pieces.append(text[start:after])
+            start = after
+    pieces.append(text[start:])
+    return pieces
+
+
+def _final_punctuation(line: str) -> str | None:
+    """The ASCII punctuation ending ``line`` after a letter or digit, or after a space (then
+    with the space); None when there is none or it would be the whole line."""
+    start = len(line)
+    while start > 0 and line[start - 1] in _ASCII_PUNCTUATION:
+        start -= 1
+    if start == len(line) or start == 0:
+        return None
+    before = line[start - 1]
+    if before in _ASCII_ALNUM:
+        return line[start:]
+    if before == " " and start > 1:
+        return line[start - 1 :]
+    return None
 
 
 def count_tokens(text: str, encoding_name: str = "cl100k_base") -> int:
