@@ -531,7 +531,7 @@ class RecalledPassage:
 def _best_sentence(passage: Passage, weights: Mapping[str, float], stats: TermStats) -> str:
     def score(sentence: str) -> float:
         shared = weights.keys() & set(content_words(sentence))
-        return sum(weights[w] * stats.idf(w) for w in shared)
+        return math.fsum(weights[w] * stats.idf(w) for w in shared)  # order-free, see keyframes
 
     return max(passage.sentences, key=score)
 

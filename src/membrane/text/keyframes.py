@@ -16,7 +16,9 @@ def sentence_density(sentence: str, stats: Rarity) -> float:
     words = content_words(sentence)
     if not words:
         return 0.0
-    return sum(stats.idf(w) for w in set(words)) / math.sqrt(len(words))
+    # fsum is exactly rounded, so the order a set yields its words in (which changes with
+    # PYTHONHASHSEED, i.e. from one worker process to the next) cannot change a score.
+    return math.fsum(stats.idf(w) for w in set(words)) / math.sqrt(len(words))
 
 
 def keyframe(text: str, stats: Rarity, count: Callable[[str], int], max_tokens: int) -> str | None:

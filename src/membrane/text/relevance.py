@@ -302,7 +302,8 @@ def lexical_scores(query: str, texts: Sequence[str], stats: Rarity) -> list[floa
     weights = {w: q * stats.idf(w) for w, q in query_weights(query).items()}
     if not weights:
         return [0.0] * len(texts)
-    return [sum(weights[w] for w in weights.keys() & set(content_words(t))) for t in texts]
+    # fsum: the same score whatever order the set intersection comes out in.
+    return [math.fsum(weights[w] for w in weights.keys() & set(content_words(t))) for t in texts]
 
 
 def rank_fusion(rankings: Sequence[Sequence[int]], k: int = 60) -> list[int]:
