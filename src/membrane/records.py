@@ -6,7 +6,9 @@ The compiler takes :class:`MemoryItem` rows, the typed records below, or any obj
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -204,14 +206,18 @@ def memory_tier(memory: object) -> int:
     return _TIER_BY_KIND[memory_kind(memory)]
 
 
-def _cap_for(kind: str) -> int | None:
+def text_caps() -> dict[str, int | None]:
+    """Each kind's character cap under the current environment (None = no cap)."""
     env_cap = config.memory_text_max_chars()
     if env_cap is None:
-        return DEFAULT_TEXT_CAPS[kind]
-    return env_cap if env_cap > 0 else None
+        return dict(DEFAULT_TEXT_CAPS)
+    return dict.fromkeys(DEFAULT_TEXT_CAPS, env_cap if env_cap > 0 else None)
 
 
-def _shorten(text: str, cap: int | None) -> tuple[str, bool]:
+@functools.lru_cache(maxsize=4096)
+def _shorten(content: str, cap: int | None) -> tuple[str, bool]:
+    # Memoised: the same memories are offered again on many turns.
+    text = " ".join(content.split())
     if cap is None or len(text) <= cap:
         return text, False
     cut = text[: cap - 1]  # the ellipsis takes the last character
@@ -221,15 +227,18 @@ def _shorten(text: str, cap: int | None) -> tuple[str, bool]:
     return cut.rstrip() + "…", True
 
 
-def memory_body(memory: object) -> tuple[str, bool]:
-    """The line body of a memory (without ``[Mem:N]``) and whether its text was shortened."""
+def memory_body(memory: object, caps: Mapping[str, int | None] | None = None) -> tuple[str, bool]:
+    """The line body of a memory (without ``[Mem:N]``) and whether its text was shortened.
+
+    ``caps`` are the per-kind caps of :func:`text_caps` (read from the environment when None).
+    """
     kind = memory_kind(memory)
     content = getattr(memory, "content", None)
     if not isinstance(content, str):
         raise InvalidInputError(
             f"memory {memory_id(memory)!r} has no text content", field="memories"
         )
-    text, shortened = _shorten(" ".join(content.split()), _cap_for(kind))
+    text, shortened = _shorten(content, (caps if caps is not None else text_caps())[kind])
     label = _LABEL_BY_KIND[kind]
     note_kind = getattr(memory, "kind", "note")
     confidence = getattr(memory, "confidence", 1.0)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from membrane.interrupt import INTERRUPT_INSTRUCTION
-from membrane.records import memory_body, memory_id, memory_kind
+from membrane.records import memory_body, memory_id, memory_kind, text_caps
 
 __all__ = [
     "CURRENT_MESSAGE_HEADER",
@@ -49,10 +49,11 @@ def render_memories(
     memories: Sequence[tuple[object, int]], *, start_number: int = 1
 ) -> list[MemorySegment]:
     """Render ``(memory, tier)`` pairs as numbered segments, numbering in input order."""
+    caps = text_caps()
     out = []
     for position, (memory, tier) in enumerate(memories):
         number = start_number + position
-        body, truncated = memory_body(memory)
+        body, truncated = memory_body(memory, caps)
         out.append(
             MemorySegment(
                 number=number,
