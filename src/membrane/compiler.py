@@ -19,7 +19,7 @@ from membrane import config
 from membrane.capabilities import get_context_cap_for_model, get_token_scale
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, validate_messages
-from membrane.records import MEMORY_KINDS, TIER_PROCEDURAL, memory_tier
+from membrane.records import MEMORY_KINDS, TIER_PROCEDURAL, memory_tier, text_caps
 from membrane.stages.firewall import (
     MAX_PROCEDURAL_KEPT,
     PIN_MIN_SCORE,
@@ -950,8 +950,9 @@ def _memory_pairs(
 
 def _offer(triples: list[tuple[int, object, int]], extras: list[tuple[str, int]]) -> Offer:
     segments = []
+    caps = text_caps()
     for number, memory, tier in triples:
-        segments.extend(render_memories([(memory, tier)], start_number=number))
+        segments.extend(render_memories([(memory, tier)], start_number=number, caps=caps))
     truncated = sum(1 for s in segments if s.truncated)
     return Offer(segments, extras, truncated, citable=list(segments))
 

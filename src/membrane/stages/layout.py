@@ -6,7 +6,7 @@ models attend most; retrieved memories sit between them and are the first thing 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from membrane.interrupt import INTERRUPT_INSTRUCTION
@@ -46,10 +46,17 @@ class MemorySegment:
 
 
 def render_memories(
-    memories: Sequence[tuple[object, int]], *, start_number: int = 1
+    memories: Sequence[tuple[object, int]],
+    *,
+    start_number: int = 1,
+    caps: Mapping[str, int | None] | None = None,
 ) -> list[MemorySegment]:
-    """Render ``(memory, tier)`` pairs as numbered segments, numbering in input order."""
-    caps = text_caps()
+    """Render ``(memory, tier)`` pairs as numbered segments, numbering in input order.
+
+    ``caps`` are the per-kind text caps (:func:`~membrane.records.text_caps` when None).
+    """
+    if caps is None:
+        caps = text_caps()
     out = []
     for position, (memory, tier) in enumerate(memories):
         number = start_number + position
