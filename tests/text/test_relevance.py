@@ -50,6 +50,8 @@ def test_term_stats_idf() -> None:
     stats.add_words(["kiwi", "kiwi"])
     assert (stats.documents, stats.df("kiwi")) == (4, 1)
     assert TermStats().idf("anything") > 0
+    words = ["red", "apple", "kiwi", "plum"]
+    assert stats.idfs(words) == [stats.idf(w) for w in words]
 
 
 def test_lexical_scores() -> None:

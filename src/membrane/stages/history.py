@@ -459,9 +459,10 @@ class HistoryTracker:
         key = (query, len(self.passages))
         if self._last_scores is not None and self._last_scores[0] == key:
             return self._last_scores[1]
-        idf = self.stats.idf
+        weights = query_weights(query)
+        rarity = self.stats.idfs(weights)
         # Most telling first: by weight, then by word (negated, so plain tuple order does it).
-        ranked = sorted([(-(q * idf(w)), w) for w, q in query_weights(query).items()])
+        ranked = sorted([(-(q * r), w) for (w, q), r in zip(weights.items(), rarity, strict=True)])
         own: dict[int, float] = {}
         context: dict[int, float] = {}
         for negated, w in ranked[:_MAX_QUERY_WORDS]:

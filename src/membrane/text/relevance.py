@@ -245,6 +245,11 @@ class TermStats:
         """Rarity of ``word``: high for words in few documents, never below a small floor."""
         return math.log((self.documents + 1) / (self._df.get(word, 0) + 0.5)) + 0.1
 
+    def idfs(self, words: Iterable[str]) -> list[float]:
+        """:meth:`idf` of each of ``words``."""
+        n, df, log = self.documents + 1, self._df, math.log
+        return [log(n / (df.get(w, 0) + 0.5)) + 0.1 for w in words]
+
 
 class CombinedStats:
     """Rarity over two collections at once (e.g. a conversation and the memories on offer)."""

@@ -175,7 +175,8 @@ class MemoizedCounter:
         if len(text) >= _SPLIT_MIN_CHARS and "\n" in text:
             pieces = _split_at_piece_starts(text)
             if len(pieces) > 1:
-                return sum(self._count_piece(p) for p in pieces)
+                memo = self._memo  # most pieces are known: look them up without a call
+                return sum([memo[p] if p in memo else self._count_piece(p) for p in pieces])
         return self._count_uncut(text)
 
     def _count_piece(self, piece: str) -> int:
