@@ -571,9 +571,10 @@ def select_passages(
     if best < min_score:
         return []
     floor = best * min_relative_score
-    ranked = sorted(
-        (pid for pid, s in scores.items() if s >= floor), key=lambda pid: (-scores[pid], -pid)
-    )
+    # Best score first, then the newest: sorted as (-score, -pid) pairs.
+    ranked = [
+        -negated for _, negated in sorted([(-s, -pid) for pid, s in scores.items() if s >= floor])
+    ]
     if extra_ranking is not None:
         allowed = set(ranked)
         ranked = rank_fusion([ranked, [p for p in extra_ranking if p in allowed]])
