@@ -214,10 +214,7 @@ def text_caps() -> dict[str, int | None]:
     return dict.fromkeys(DEFAULT_TEXT_CAPS, env_cap if env_cap > 0 else None)
 
 
-@functools.lru_cache(maxsize=4096)
-def _shorten(content: str, cap: int | None) -> tuple[str, bool]:
-    # Memoised: the same memories are offered again on many turns.
-    text = " ".join(content.split())
+def _shorten(text: str, cap: int | None) -> tuple[str, bool]:
     if cap is None or len(text) <= cap:
         return text, False
     cut = text[: cap - 1]  # the ellipsis takes the last character
@@ -238,15 +235,30 @@ def memory_body(memory: object, caps: Mapping[str, int | None] | None = None) ->
         raise InvalidInputError(
             f"memory {memory_id(memory)!r} has no text content", field="memories"
         )
-    text, shortened = _shorten(content, (caps if caps is not None else text_caps())[kind])
-    label = _LABEL_BY_KIND[kind]
+    cap = (caps if caps is not None else text_caps())[kind]
     note_kind = getattr(memory, "kind", "note")
     confidence = getattr(memory, "confidence", 1.0)
+    if type(note_kind) is str and type(confidence) is float and confidence > 0.0:
+        # MemoryItem's own field types: safe as a memo key (0.0 and -0.0, equal keys that
+        # print differently, are left out).
+        return _memoised_body(kind, content, note_kind, confidence, cap)
+    return _body(kind, content, note_kind, confidence, cap)
+
+
+def _body(
+    kind: str, content: str, note_kind: object, confidence: Any, cap: int | None
+) -> tuple[str, bool]:
+    text, shortened = _shorten(" ".join(content.split()), cap)
     try:
         conf = float(confidence)
     except (TypeError, ValueError):
         conf = 1.0
+    label = _LABEL_BY_KIND[kind]
     return f"[{label}] kind={note_kind} | text={text} | conf={conf:.2f}", shortened
+
+
+# The same memories are offered again on many turns.
+_memoised_body = functools.lru_cache(maxsize=4096)(_body)
 
 
 def load_kernel_memory_json_schema() -> dict[str, Any]:
