@@ -21,7 +21,13 @@ from typing import Any
 
 from membrane.messages import group_units, message_text
 from membrane.text.keyframes import DEPENDENT_OPENERS, depends_on_previous, sentence_density
-from membrane.text.relevance import TermStats, content_words, marked_words, query_weights
+from membrane.text.relevance import (
+    TermStats,
+    content_word_set,
+    content_words,
+    marked_words,
+    query_weights,
+)
 from membrane.text.sentences import split_sentences
 
 __all__ = [
@@ -402,7 +408,7 @@ class HistoryTracker:
                     # Last turn's question: the words of its sentences are memoised already.
                     self.stats.add_words(_sentence_words(text))
                 else:
-                    self.stats.add(text)
+                    self.stats.add_words(content_word_set(text))
             self.kept_tokens += tokens
             self.total_tokens += tokens
             if self.kept_tokens > self.share:

@@ -198,6 +198,19 @@ def content_words(text: str) -> tuple[str, ...]:
     return tuple([w for w in words if w and w not in STOPWORDS])
 
 
+def content_word_set(text: str) -> set[str]:
+    """``set(content_words(text))``, computed from the distinct words only (not memoised).
+
+    For a long text read once, such as a new message entering the statistics.
+    """
+    if not text.isascii():
+        return set(content_words(text))
+    words = {w.strip("_'-") for w in set(text.lower().translate(_ASCII_BLANKS).split())}
+    words -= STOPWORDS
+    words.discard("")
+    return words
+
+
 @functools.lru_cache(maxsize=65_536)
 def marked_words(text: str) -> tuple[str, ...]:
     """Lower-cased content words written with a capital or a digit, after the first word.
