@@ -240,6 +240,10 @@ class ContextCompiler:
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
         # Per conversation: how many history messages passed validation, and the last of them.
         self._validated: OrderedDict[str, tuple[int, tuple[str, str]]] = OrderedDict()
+        # Per conversation: the last system text with its index (see _system_text).
+        self._system_texts: OrderedDict[
+            str, tuple[HistoryTracker, tuple[str, str, int, int], str, int]
+        ] = OrderedDict()
 
     # ------------------------------------------------------------------ public API
 
@@ -463,11 +467,8 @@ class ContextCompiler:
         plan = _HistoryPlan([], tracker.kept_tokens, turn.core, tracker=tracker)
         if self.eviction_index and tracker.lines:
             room = self._index_room(turn, tracker, after_core)
-            first = select_index_lines(tracker.lines, room, count(INDEX_HEADER) + 2)
-            index = render_index(tracker.lines[first:])
-            if index:
-                plan.system_text = f"{turn.core}\n\n{index}"
-                plan.index_lines = len(tracker.lines) - first
+            plan.system_text, plan.index_lines = self._system_text(turn, tracker, room)
+            if plan.index_lines:
                 plan.index_tokens = count(plan.system_text) - count(turn.core)
         # A current turn too large for what history leaves pushes more history out, for this
         # turn only: the tracked cut stays, so the next ordinary turn hits the cache again.
@@ -490,6 +491,27 @@ class ContextCompiler:
         plan.dropped_messages = start
         plan.dropped_tokens = tracker.total_tokens - plan.kept_tokens
         return plan
+
+    def _system_text(self, turn: _Turn, tracker: HistoryTracker, room: int) -> tuple[str, int]:
+        """The core and the newest index lines that fit ``room``, and how many lines that is.
+
+        Reused (the same string, its hash and token count already known) while the core, the
+        tracker's lines and the room stay as they were.
+        """
+        key = (turn.core, turn.counter.name, len(tracker.lines), room)
+        cached = self._system_texts.get(turn.conversation)
+        if cached is not None and cached[0] is tracker and cached[1] == key:
+            return cached[2], cached[3]
+        count = turn.count
+        first = select_index_lines(tracker.lines, room, count(INDEX_HEADER) + 2)
+        index = render_index(tracker.lines[first:])
+        text = f"{turn.core}\n\n{index}" if index else turn.core
+        lines = len(tracker.lines) - first if index else 0
+        self._system_texts[turn.conversation] = (tracker, key, text, lines)
+        self._system_texts.move_to_end(turn.conversation)
+        while len(self._system_texts) > _MAX_TRACKERS:
+            self._system_texts.popitem(last=False)
+        return text, lines
 
     def _tracker(
         self,
