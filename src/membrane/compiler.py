@@ -9,6 +9,7 @@ trackers and the state store.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -149,6 +150,12 @@ class _Turn:
     @property
     def count(self) -> Count:
         return self.counter.count
+
+    @functools.cached_property
+    def end_text(self) -> str:
+        """The end region: the current turn (and the last reply when there is no history)."""
+        last = self.last_assistant_turn if not self.history else None
+        return self.layout.build_end(last, self.user_message, self.directives)
 
 
 @dataclass
@@ -449,10 +456,6 @@ class ContextCompiler:
                 self._validated.popitem(last=False)
         return history
 
-    def _end_text(self, turn: _Turn) -> str:
-        last = turn.last_assistant_turn if not turn.history else None
-        return turn.layout.build_end(last, turn.user_message, turn.directives)
-
     def _plan_history(self, turn: _Turn) -> _HistoryPlan:
         count, overhead = turn.count, self.message_overhead_tokens
         history = turn.history
@@ -474,11 +477,7 @@ class ContextCompiler:
         # turn only: the tracked cut stays, so the next ordinary turn hits the cache again.
         unit = tracker.cut
         reserved = (
-            count(plan.system_text)
-            + overhead
-            + plan.kept_tokens
-            + count(self._end_text(turn))
-            + overhead
+            count(plan.system_text) + overhead + plan.kept_tokens + count(turn.end_text) + overhead
         )
         while reserved > turn.budget_counted and unit < len(tracker.bounds):
             reserved -= tracker.unit_tokens[unit]
@@ -557,7 +556,7 @@ class ContextCompiler:
             frame = keyframe(text, stats, count, self.keyframe_tokens)
             keyframe_cost += count(frame if frame is not None else text) + 4
         share_room = int(self.index_share * after_core)
-        leftover = after_core - tracker.kept_tokens - count(self._end_text(turn)) - keyframe_cost
+        leftover = after_core - tracker.kept_tokens - count(turn.end_text) - keyframe_cost
         room = max(min(leftover, share_room), share_room // 2)
         if stored.get("share") != tracker.share or int(stored.get("events", -1)) < events:
             self.state_store.put(key, {"share": tracker.share, "events": events, "room": room})
@@ -565,7 +564,7 @@ class ContextCompiler:
 
     def _fit_tail(self, turn: _Turn, plan: _HistoryPlan) -> tuple[Tail, list[str]]:
         count, overhead = turn.count, self.message_overhead_tokens
-        end_text = self._end_text(turn)
+        end_text = turn.end_text
         before_tail = count(plan.system_text) + overhead + plan.kept_tokens + overhead
         room = turn.budget_counted - before_tail - count(end_text) - 2
         tracker = plan.tracker

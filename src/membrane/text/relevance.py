@@ -304,8 +304,9 @@ def _query_weights(query: str) -> Mapping[str, float]:
         if asks[i] and depends_on_previous(sentences[i]):
             asks[i - 1] = True
     weights: dict[str, float] = {}
+    asks_any = any(asks)
     for sentence, is_question in zip(sentences, asks, strict=True):
-        weight = 1.0 if is_question or not any(asks) else STATEMENT_WEIGHT
+        weight = 1.0 if is_question or not asks_any else STATEMENT_WEIGHT
         for w in content_words(sentence):
             if weights.get(w, 0.0) < weight:
                 weights[w] = weight
