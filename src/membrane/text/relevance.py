@@ -198,17 +198,19 @@ def content_words(text: str) -> tuple[str, ...]:
     return tuple([w for w in words if w and w not in STOPWORDS])
 
 
-def content_word_set(text: str) -> set[str]:
-    """``set(content_words(text))``, computed from the distinct words only (not memoised).
+@functools.lru_cache(maxsize=16_384)
+def content_word_set(text: str) -> frozenset[str]:
+    """``frozenset(content_words(text))``, computed from the distinct words only.
 
-    For a long text read once, such as a new message entering the statistics.
+    For a message entering the statistics: its words in order are not needed. Memoised: a
+    stateless caller compiles the same history again with a fresh compiler.
     """
     if not text.isascii():
-        return set(content_words(text))
+        return frozenset(content_words(text))
     words = {w.strip("_'-") for w in set(text.lower().translate(_ASCII_BLANKS).split())}
     words -= STOPWORDS
     words.discard("")
-    return words
+    return frozenset(words)
 
 
 @functools.lru_cache(maxsize=65_536)
