@@ -23,6 +23,7 @@ from membrane.messages import message_text
 from membrane.records import KernelMemoryObject
 from membrane.stages.history import INDEX_HEADER
 from membrane.stages.layout import CURRENT_MESSAGE_HEADER, LAST_REPLY_HEADER
+from membrane.state import InMemoryStateStore
 
 CORE = "You are a support agent for a bicycle shop."
 MEM_LINE = re.compile(r"^\[Mem:(\d+)\] ", re.MULTILINE)
@@ -1010,3 +1011,32 @@ def test_a_procedure_the_question_names_survives_the_cap_of_three_with_room_to_s
     kept = set(result.ref_map.values())
     assert len(kept) == 3  # the cap holds
     assert "p3" in kept  # and the one the question names is among the three
+
+
+def test_reused_system_text_equals_a_fresh_compile() -> None:
+    # A compiler reuses last turn's system text while its index stands; one that builds it
+    # afresh (sharing the state store, so the index room is the same) must send the same.
+    store = InMemoryStateStore()
+    core = "You are a logistics assistant."
+    reused = ContextCompiler(1500, core_content=core, state_store=store)
+    history: list[dict[str, Any]] = []
+    indexed = 0
+    for i in range(40):
+        question = f"What is the dock code of depot {i % 7}?"
+        result = reused.compile([], question, conversation_messages=history)
+        fresh = ContextCompiler(1500, core_content=core, state_store=store)
+        assert fresh.compile([], question, conversation_messages=history).messages == (
+            result.messages
+        )
+        indexed += result.metadata["history_index_lines"] > 0
+        history.append(
+            {"role": "user", "content": f"Depot {i} in Town{i} uses dock code DK-{1000 + i}."}
+        )
+        history.append(
+            {
+                "role": "assistant",
+                "content": f"Noted: depot {i} has dock code DK-{1000 + i}. "
+                + "Deliveries arrive on weekdays before noon. " * 4,
+            }
+        )
+    assert indexed > 10

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from membrane import records
 from membrane.errors import InvalidInputError
 from membrane.records import (
     DEFAULT_TEXT_CAPS,
@@ -19,6 +20,7 @@ from membrane.records import (
     KernelMemoryObject,
     KernelMemoryRecord,
     MemoryItem,
+    MemoryKind,
     ProceduralMemory,
     SemanticMemory,
     load_kernel_memory_json_schema,
@@ -141,6 +143,26 @@ def test_memory_body_format() -> None:
     assert memory_body(step)[0] == "[procedure] kind=note | text=Say hello. | conf=1.00"
     odd = SimpleNamespace(id="o", memory_kind="semantic", content="x", confidence="high")
     assert memory_body(odd)[0].endswith("| conf=1.00")
+
+
+@given(
+    content=st.text(max_size=300),
+    kind=st.sampled_from(["semantic", "episodic", "procedural"]),
+    note_kind=st.sampled_from(["note", "preference", ""]),
+    confidence=st.sampled_from([1.0, 0.5, 0.0, -0.0, 0.004999, 0.005]),
+    cap=st.sampled_from([None, 5, 50, 200]),
+)
+def test_memoised_memory_body_equals_the_plain_rendering(
+    content: str, kind: MemoryKind, note_kind: str, confidence: float, cap: int | None
+) -> None:
+    item = MemoryItem(
+        id="m", content=content, memory_type=kind, kind=note_kind, confidence=confidence
+    )
+    caps = dict.fromkeys(DEFAULT_TEXT_CAPS, cap)
+    expected = records._body(kind, content, note_kind, confidence, cap)
+    for _ in range(2):  # the second call may be answered from the memo
+        assert memory_body(item, caps) == expected
+    assert expected[0].endswith(f"conf={confidence:.2f}")  # "-0.00" stays "-0.00"
 
 
 def test_memory_body_needs_text() -> None:

@@ -9,6 +9,7 @@ trackers and the state store.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +20,7 @@ from membrane import config
 from membrane.capabilities import get_context_cap_for_model, get_token_scale
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, validate_messages
-from membrane.records import MEMORY_KINDS, TIER_PROCEDURAL, memory_tier
+from membrane.records import MEMORY_KINDS, TIER_PROCEDURAL, memory_tier, text_caps
 from membrane.stages.firewall import (
     MAX_PROCEDURAL_KEPT,
     PIN_MIN_SCORE,
@@ -150,6 +151,12 @@ class _Turn:
     def count(self) -> Count:
         return self.counter.count
 
+    @functools.cached_property
+    def end_text(self) -> str:
+        """The end region: the current turn (and the last reply when there is no history)."""
+        last = self.last_assistant_turn if not self.history else None
+        return self.layout.build_end(last, self.user_message, self.directives)
+
 
 @dataclass
 class _HistoryPlan:
@@ -240,6 +247,10 @@ class ContextCompiler:
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
         # Per conversation: how many history messages passed validation, and the last of them.
         self._validated: OrderedDict[str, tuple[int, tuple[str, str]]] = OrderedDict()
+        # Per conversation: the last system text with its index (see _system_text).
+        self._system_texts: OrderedDict[
+            str, tuple[HistoryTracker, tuple[str, str, int, int], str, int]
+        ] = OrderedDict()
 
     # ------------------------------------------------------------------ public API
 
@@ -445,10 +456,6 @@ class ContextCompiler:
                 self._validated.popitem(last=False)
         return history
 
-    def _end_text(self, turn: _Turn) -> str:
-        last = turn.last_assistant_turn if not turn.history else None
-        return turn.layout.build_end(last, turn.user_message, turn.directives)
-
     def _plan_history(self, turn: _Turn) -> _HistoryPlan:
         count, overhead = turn.count, self.message_overhead_tokens
         history = turn.history
@@ -463,21 +470,14 @@ class ContextCompiler:
         plan = _HistoryPlan([], tracker.kept_tokens, turn.core, tracker=tracker)
         if self.eviction_index and tracker.lines:
             room = self._index_room(turn, tracker, after_core)
-            first = select_index_lines(tracker.lines, room, count(INDEX_HEADER) + 2)
-            index = render_index(tracker.lines[first:])
-            if index:
-                plan.system_text = f"{turn.core}\n\n{index}"
-                plan.index_lines = len(tracker.lines) - first
+            plan.system_text, plan.index_lines = self._system_text(turn, tracker, room)
+            if plan.index_lines:
                 plan.index_tokens = count(plan.system_text) - count(turn.core)
         # A current turn too large for what history leaves pushes more history out, for this
         # turn only: the tracked cut stays, so the next ordinary turn hits the cache again.
         unit = tracker.cut
         reserved = (
-            count(plan.system_text)
-            + overhead
-            + plan.kept_tokens
-            + count(self._end_text(turn))
-            + overhead
+            count(plan.system_text) + overhead + plan.kept_tokens + count(turn.end_text) + overhead
         )
         while reserved > turn.budget_counted and unit < len(tracker.bounds):
             reserved -= tracker.unit_tokens[unit]
@@ -490,6 +490,27 @@ class ContextCompiler:
         plan.dropped_messages = start
         plan.dropped_tokens = tracker.total_tokens - plan.kept_tokens
         return plan
+
+    def _system_text(self, turn: _Turn, tracker: HistoryTracker, room: int) -> tuple[str, int]:
+        """The core and the newest index lines that fit ``room``, and how many lines that is.
+
+        Reused (the same string, its hash and token count already known) while the core, the
+        tracker's lines and the room stay as they were.
+        """
+        key = (turn.core, turn.counter.name, len(tracker.lines), room)
+        cached = self._system_texts.get(turn.conversation)
+        if cached is not None and cached[0] is tracker and cached[1] == key:
+            return cached[2], cached[3]
+        count = turn.count
+        first = select_index_lines(tracker.lines, room, count(INDEX_HEADER) + 2)
+        index = render_index(tracker.lines[first:])
+        text = f"{turn.core}\n\n{index}" if index else turn.core
+        lines = len(tracker.lines) - first if index else 0
+        self._system_texts[turn.conversation] = (tracker, key, text, lines)
+        self._system_texts.move_to_end(turn.conversation)
+        while len(self._system_texts) > _MAX_TRACKERS:
+            self._system_texts.popitem(last=False)
+        return text, lines
 
     def _tracker(
         self,
@@ -535,7 +556,7 @@ class ContextCompiler:
             frame = keyframe(text, stats, count, self.keyframe_tokens)
             keyframe_cost += count(frame if frame is not None else text) + 4
         share_room = int(self.index_share * after_core)
-        leftover = after_core - tracker.kept_tokens - count(self._end_text(turn)) - keyframe_cost
+        leftover = after_core - tracker.kept_tokens - count(turn.end_text) - keyframe_cost
         room = max(min(leftover, share_room), share_room // 2)
         if stored.get("share") != tracker.share or int(stored.get("events", -1)) < events:
             self.state_store.put(key, {"share": tracker.share, "events": events, "room": room})
@@ -543,7 +564,7 @@ class ContextCompiler:
 
     def _fit_tail(self, turn: _Turn, plan: _HistoryPlan) -> tuple[Tail, list[str]]:
         count, overhead = turn.count, self.message_overhead_tokens
-        end_text = self._end_text(turn)
+        end_text = turn.end_text
         before_tail = count(plan.system_text) + overhead + plan.kept_tokens + overhead
         room = turn.budget_counted - before_tail - count(end_text) - 2
         tracker = plan.tracker
@@ -950,8 +971,9 @@ def _memory_pairs(
 
 def _offer(triples: list[tuple[int, object, int]], extras: list[tuple[str, int]]) -> Offer:
     segments = []
+    caps = text_caps()
     for number, memory, tier in triples:
-        segments.extend(render_memories([(memory, tier)], start_number=number))
+        segments.extend(render_memories([(memory, tier)], start_number=number, caps=caps))
     truncated = sum(1 for s in segments if s.truncated)
     return Offer(segments, extras, truncated, citable=list(segments))
 

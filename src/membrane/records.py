@@ -6,7 +6,9 @@ The compiler takes :class:`MemoryItem` rows, the typed records below, or any obj
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -204,11 +206,12 @@ def memory_tier(memory: object) -> int:
     return _TIER_BY_KIND[memory_kind(memory)]
 
 
-def _cap_for(kind: str) -> int | None:
+def text_caps() -> dict[str, int | None]:
+    """Each kind's character cap under the current environment (None = no cap)."""
     env_cap = config.memory_text_max_chars()
     if env_cap is None:
-        return DEFAULT_TEXT_CAPS[kind]
-    return env_cap if env_cap > 0 else None
+        return dict(DEFAULT_TEXT_CAPS)
+    return dict.fromkeys(DEFAULT_TEXT_CAPS, env_cap if env_cap > 0 else None)
 
 
 def _shorten(text: str, cap: int | None) -> tuple[str, bool]:
@@ -221,23 +224,41 @@ def _shorten(text: str, cap: int | None) -> tuple[str, bool]:
     return cut.rstrip() + "…", True
 
 
-def memory_body(memory: object) -> tuple[str, bool]:
-    """The line body of a memory (without ``[Mem:N]``) and whether its text was shortened."""
+def memory_body(memory: object, caps: Mapping[str, int | None] | None = None) -> tuple[str, bool]:
+    """The line body of a memory (without ``[Mem:N]``) and whether its text was shortened.
+
+    ``caps`` are the per-kind caps of :func:`text_caps` (read from the environment when None).
+    """
     kind = memory_kind(memory)
     content = getattr(memory, "content", None)
     if not isinstance(content, str):
         raise InvalidInputError(
             f"memory {memory_id(memory)!r} has no text content", field="memories"
         )
-    text, shortened = _shorten(" ".join(content.split()), _cap_for(kind))
-    label = _LABEL_BY_KIND[kind]
+    cap = (caps if caps is not None else text_caps())[kind]
     note_kind = getattr(memory, "kind", "note")
     confidence = getattr(memory, "confidence", 1.0)
+    if type(note_kind) is str and type(confidence) is float and confidence > 0.0:
+        # MemoryItem's own field types: safe as a memo key (0.0 and -0.0, equal keys that
+        # print differently, are left out).
+        return _memoised_body(kind, content, note_kind, confidence, cap)
+    return _body(kind, content, note_kind, confidence, cap)
+
+
+def _body(
+    kind: str, content: str, note_kind: object, confidence: Any, cap: int | None
+) -> tuple[str, bool]:
+    text, shortened = _shorten(" ".join(content.split()), cap)
     try:
         conf = float(confidence)
     except (TypeError, ValueError):
         conf = 1.0
+    label = _LABEL_BY_KIND[kind]
     return f"[{label}] kind={note_kind} | text={text} | conf={conf:.2f}", shortened
+
+
+# The same memories are offered again on many turns.
+_memoised_body = functools.lru_cache(maxsize=4096)(_body)
 
 
 def load_kernel_memory_json_schema() -> dict[str, Any]:

@@ -8,7 +8,14 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from membrane.text.relevance import STOPWORDS, TermStats, content_words, lexical_scores, rank_fusion
+from membrane.text.relevance import (
+    STOPWORDS,
+    TermStats,
+    content_word_set,
+    content_words,
+    lexical_scores,
+    rank_fusion,
+)
 
 
 def test_content_words() -> None:
@@ -39,6 +46,7 @@ _TRICKY = [*"ab Z9_'’-.,\n", "é", "İ", "ß", "٣", "²", "Σ", "\u0301", "�
 def test_content_words_match_the_reference_pattern(text: str) -> None:
     words = [m.group(0).lower() for m in _REFERENCE_WORD.finditer(text)]
     assert list(content_words(text)) == [w for w in words if w not in STOPWORDS]
+    assert content_word_set(text) == set(content_words(text))
 
 
 def test_term_stats_idf() -> None:
@@ -50,6 +58,8 @@ def test_term_stats_idf() -> None:
     stats.add_words(["kiwi", "kiwi"])
     assert (stats.documents, stats.df("kiwi")) == (4, 1)
     assert TermStats().idf("anything") > 0
+    words = ["red", "apple", "kiwi", "plum"]
+    assert stats.idfs(words) == [stats.idf(w) for w in words]
 
 
 def test_lexical_scores() -> None:

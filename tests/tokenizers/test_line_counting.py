@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -61,6 +62,10 @@ class _Spy(TiktokenAdapter):
     def count(self, text: str) -> int:
         self.calls.append(text)
         return super().count(text)
+
+    def count_each(self, texts: Sequence[str]) -> list[int] | None:
+        self.calls.extend(texts)
+        return super().count_each(texts)
 
 
 def test_long_prompt_reuses_memoised_lines() -> None:
@@ -134,3 +139,56 @@ def test_labelled_line_reuses_the_count_of_its_text() -> None:
         assert memo.count(line) == len(load_encoding("cl100k_base").encode_ordinary(line))
     # Only the new labels and the first word with its space are tokenised.
     assert spy.calls == ["[Mem:2]", "[user]", "Sure", " Sure"]
+
+
+# ASCII texts, which are the ones counted word by word.
+ascii_texts = st.lists(
+    st.sampled_from([p for p in _PIECES if p.isascii()] + ["\x0b", "\x0c", "\x1c", " ", " "]),
+    max_size=200,
+).map("".join)
+
+
+@settings(max_examples=400)
+@given(
+    first=ascii_texts, second=ascii_texts, encoding=st.sampled_from(["cl100k_base", "o200k_base"])
+)
+def test_word_by_word_count_equals_whole_count(first: str, second: str, encoding: str) -> None:
+    original = counters._WORDS_MIN_CHARS
+    counters._WORDS_MIN_CHARS = 0  # count even short texts by their words
+    try:
+        memo = MemoizedCounter(TiktokenAdapter(encoding))
+        # The later texts reuse the words of the earlier ones, so both ways of counting a text
+        # (from memoised words, or in one call) are taken.
+        for text in (first, second, f"{first} {second}", f"{second} {first}.", first + second):
+            assert memo.count(text) == len(load_encoding(encoding).encode_ordinary(text))
+    finally:
+        counters._WORDS_MIN_CHARS = original
+
+
+def test_text_of_known_words_is_counted_from_the_memo() -> None:
+    spy = _Spy()
+    memo = MemoizedCounter(spy)
+    first = "The invoice number of Vortex Freight is 88-1203, and it was paid on time. " * 9
+    second = "It was paid on time: the invoice number of Vortex Freight is 88-1203. " * 9
+    assert min(len(first), len(second)) >= counters._WORDS_MIN_CHARS
+    assert memo.count(first) == len(load_encoding("cl100k_base").encode_ordinary(first))
+    # Few distinct words: they are learned (one call for all) and added up.
+    assert first not in spy.calls
+    spy.calls.clear()
+    assert memo.count(second) == len(load_encoding("cl100k_base").encode_ordinary(second))
+    # Mostly known words: only the new ones are tokenised, each with its space.
+    assert sorted(spy.calls) == [" 88-1203.", " It", " the", " time:", "It"]
+
+
+@settings(max_examples=400)
+@given(
+    words=st.lists(ascii_texts.filter(lambda w: w and not w[-1].isspace()), min_size=1),
+    encoding=st.sampled_from(["cl100k_base", "o200k_base"]),
+)
+def test_count_each_equals_separate_counts(words: list[str], encoding: str) -> None:
+    adapter = TiktokenAdapter(encoding)
+    texts = [" " + w.replace(" ", "") for w in words if w.replace(" ", "")]
+    # Each text starts with a space after a character other than white space: a piece starts.
+    assert adapter.count_each(texts) == [adapter.count(t) for t in texts]
+    cut = [" Pieces", " that", " start", " pieces,", " each:", " 12345", " ok."]
+    assert adapter.count_each(cut) == [adapter.count(t) for t in cut]

@@ -21,7 +21,13 @@ from typing import Any
 
 from membrane.messages import group_units, message_text
 from membrane.text.keyframes import DEPENDENT_OPENERS, depends_on_previous, sentence_density
-from membrane.text.relevance import TermStats, content_words, marked_words, query_weights
+from membrane.text.relevance import (
+    TermStats,
+    content_word_set,
+    content_words,
+    marked_words,
+    query_weights,
+)
 from membrane.text.sentences import split_sentences
 
 __all__ = [
@@ -364,7 +370,8 @@ class HistoryTracker:
     events: list[CutEvent] = field(default_factory=list)
     lines: list[IndexLine] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
-    postings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    # word -> (pid, message, sentence weight) of each passage holding it, in pid order
+    postings: dict[str, list[tuple[int, int, float]]] = field(default_factory=dict)
     stats: TermStats = field(default_factory=TermStats)
     _last_scores: tuple[tuple[str, int], dict[int, float]] | None = None
 
@@ -401,7 +408,7 @@ class HistoryTracker:
                     # Last turn's question: the words of its sentences are memoised already.
                     self.stats.add_words(_sentence_words(text))
                 else:
-                    self.stats.add(text)
+                    self.stats.add_words(content_word_set(text))
             self.kept_tokens += tokens
             self.total_tokens += tokens
             if self.kept_tokens > self.share:
@@ -445,7 +452,7 @@ class HistoryTracker:
             for w in content_words(sentence):
                 weights[w] = max(weights.get(w, 0.0), weight)
         for w, weight in weights.items():
-            self.postings.setdefault(w, []).append((pid, weight))
+            self.postings.setdefault(w, []).append((pid, passage.message, weight))
 
     def score_passages(self, query: str) -> dict[int, float]:
         """Relevance of each dropped passage to ``query`` (only passages sharing a word).
@@ -458,25 +465,32 @@ class HistoryTracker:
         key = (query, len(self.passages))
         if self._last_scores is not None and self._last_scores[0] == key:
             return self._last_scores[1]
-        weighted = [(w, q * self.stats.idf(w)) for w, q in query_weights(query).items()]
-        weighted.sort(key=lambda item: (-item[1], item[0]))
+        weights = query_weights(query)
+        rarity = self.stats.idfs(weights)
+        # Most telling first: by weight, then by word (negated, so plain tuple order does it).
+        ranked = sorted([(-(q * r), w) for (w, q), r in zip(weights.items(), rarity, strict=True)])
         own: dict[int, float] = {}
         context: dict[int, float] = {}
-        for w, weight in weighted[:_MAX_QUERY_WORDS]:
+        for negated, w in ranked[:_MAX_QUERY_WORDS]:
             posting = self.postings.get(w)
             if not posting or len(posting) > _MAX_POSTINGS_SCANNED:
                 continue
-            in_message: dict[int, float] = {}
-            for pid, sentence_weight in posting:
+            weight = -negated
+            # A message's passages have consecutive pids, so its entries are adjacent here:
+            # its best gain for this word is complete when the next message starts.
+            current, best = posting[0][1], 0.0
+            for pid, message, sentence_weight in posting:
                 gain = weight * sentence_weight
                 own[pid] = own.get(pid, 0.0) + gain
-                message = self.passages[pid].message
-                if gain > in_message.get(message, 0.0):
-                    in_message[message] = gain
-            for message, gain in in_message.items():
-                context[message] = context.get(message, 0.0) + gain
+                if message != current:
+                    context[current] = context.get(current, 0.0) + best
+                    current, best = message, gain
+                elif gain > best:
+                    best = gain
+            context[current] = context.get(current, 0.0) + best
+        passages = self.passages
         scores = {
-            pid: score + _MESSAGE_CONTEXT_WEIGHT * context[self.passages[pid].message]
+            pid: score + _MESSAGE_CONTEXT_WEIGHT * context[passages[pid].message]
             for pid, score in own.items()
         }
         self._last_scores = (key, scores)
@@ -563,9 +577,10 @@ def select_passages(
     if best < min_score:
         return []
     floor = best * min_relative_score
-    ranked = sorted(
-        (pid for pid, s in scores.items() if s >= floor), key=lambda pid: (-scores[pid], -pid)
-    )
+    # Best score first, then the newest: sorted as (-score, -pid) pairs.
+    ranked = [
+        -negated for _, negated in sorted([(-s, -pid) for pid, s in scores.items() if s >= floor])
+    ]
     if extra_ranking is not None:
         allowed = set(ranked)
         ranked = rank_fusion([ranked, [p for p in extra_ranking if p in allowed]])

@@ -6,11 +6,11 @@ models attend most; retrieved memories sit between them and are the first thing 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from membrane.interrupt import INTERRUPT_INSTRUCTION
-from membrane.records import memory_body, memory_id, memory_kind
+from membrane.records import memory_body, memory_id, memory_kind, text_caps
 
 __all__ = [
     "CURRENT_MESSAGE_HEADER",
@@ -46,13 +46,21 @@ class MemorySegment:
 
 
 def render_memories(
-    memories: Sequence[tuple[object, int]], *, start_number: int = 1
+    memories: Sequence[tuple[object, int]],
+    *,
+    start_number: int = 1,
+    caps: Mapping[str, int | None] | None = None,
 ) -> list[MemorySegment]:
-    """Render ``(memory, tier)`` pairs as numbered segments, numbering in input order."""
+    """Render ``(memory, tier)`` pairs as numbered segments, numbering in input order.
+
+    ``caps`` are the per-kind text caps (:func:`~membrane.records.text_caps` when None).
+    """
+    if caps is None:
+        caps = text_caps()
     out = []
     for position, (memory, tier) in enumerate(memories):
         number = start_number + position
-        body, truncated = memory_body(memory)
+        body, truncated = memory_body(memory, caps)
         out.append(
             MemorySegment(
                 number=number,

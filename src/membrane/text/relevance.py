@@ -198,6 +198,21 @@ def content_words(text: str) -> tuple[str, ...]:
     return tuple([w for w in words if w and w not in STOPWORDS])
 
 
+@functools.lru_cache(maxsize=16_384)
+def content_word_set(text: str) -> frozenset[str]:
+    """``frozenset(content_words(text))``, computed from the distinct words only.
+
+    For a message entering the statistics: its words in order are not needed. Memoised: a
+    stateless caller compiles the same history again with a fresh compiler.
+    """
+    if not text.isascii():
+        return frozenset(content_words(text))
+    words = {w.strip("_'-") for w in set(text.lower().translate(_ASCII_BLANKS).split())}
+    words -= STOPWORDS
+    words.discard("")
+    return frozenset(words)
+
+
 @functools.lru_cache(maxsize=65_536)
 def marked_words(text: str) -> tuple[str, ...]:
     """Lower-cased content words written with a capital or a digit, after the first word.
@@ -245,6 +260,11 @@ class TermStats:
         """Rarity of ``word``: high for words in few documents, never below a small floor."""
         return math.log((self.documents + 1) / (self._df.get(word, 0) + 0.5)) + 0.1
 
+    def idfs(self, words: Iterable[str]) -> list[float]:
+        """:meth:`idf` of each of ``words``."""
+        n, df, log = self.documents + 1, self._df, math.log
+        return [log(n / (df.get(w, 0) + 0.5)) + 0.1 for w in words]
+
 
 class CombinedStats:
     """Rarity over two collections at once (e.g. a conversation and the memories on offer)."""
@@ -286,8 +306,9 @@ def _query_weights(query: str) -> Mapping[str, float]:
         if asks[i] and depends_on_previous(sentences[i]):
             asks[i - 1] = True
     weights: dict[str, float] = {}
+    asks_any = any(asks)
     for sentence, is_question in zip(sentences, asks, strict=True):
-        weight = 1.0 if is_question or not any(asks) else STATEMENT_WEIGHT
+        weight = 1.0 if is_question or not asks_any else STATEMENT_WEIGHT
         for w in content_words(sentence):
             if weights.get(w, 0.0) < weight:
                 weights[w] = weight

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import string
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
@@ -45,6 +47,8 @@ class TiktokenAdapter:
             known = ", ".join(BUNDLED_ENCODINGS)
             raise ValueError(f"unknown encoding {encoding_name!r}; bundled encodings are: {known}")
         self._encoding_name = encoding_name
+        # Token id -> its length in bytes, filled as tokens are met.
+        self._token_sizes: dict[int, int] = {}
 
     @property
     def name(self) -> str:
@@ -65,6 +69,30 @@ class TiktokenAdapter:
         # Special-token strings in user text are counted as ordinary text, like tiktoken's
         # encode_ordinary: a prompt containing "<|endoftext|>" must not raise.
         return len(load_encoding(self._encoding_name).encode_ordinary(text))
+
+    def count_each(self, texts: Sequence[str]) -> list[int] | None:
+        """The count of each of ``texts``, from one encoding of them joined.
+
+        For ASCII texts each of which starts a piece of the joined text: the pieces' tokens are
+        attributed by their byte lengths. None if the texts do not line up with the tokens.
+        """
+        enc = load_encoding(self._encoding_name)
+        tokens = enc.encode_ordinary("".join(texts))
+        sizes = self._token_sizes
+        ends = list(itertools.accumulate(map(len, texts)))
+        counts = [0] * len(texts)
+        i = end = 0
+        for token in tokens:
+            size = sizes.get(token)
+            if size is None:
+                size = sizes[token] = len(enc.decode_single_token_bytes(token))
+            if end >= ends[i]:
+                i += 1
+            end += size
+            counts[i] += 1
+            if end > ends[i]:
+                return None
+        return counts if end == ends[-1] and i == len(texts) - 1 else None
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (ordinary text, no special tokens)."""
@@ -104,6 +132,13 @@ _ASCII_LETTERS = frozenset(string.ascii_letters)
 _ASCII_ALNUM = frozenset(string.ascii_letters + string.digits)
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
 _SPLIT_MIN_CHARS = 256
+# Texts from this long are counted word by word from the memo when most words are known
+# (shorter ones are about as quick to tokenise whole as to look up word by word).
+_WORDS_MIN_CHARS = 600
+# A text is counted word by word when at most one word in this many is new; otherwise in one
+# call, and this many of its new words are learned for the next texts.
+_NEW_WORD_RATIO = 5
+_WORDS_LEARNED = 64
 
 
 class MemoizedCounter:
@@ -118,6 +153,8 @@ class MemoizedCounter:
     def __init__(self, inner: TokenCounter, max_entries: int = 50_000) -> None:
         self.inner = inner
         self._memo: dict[str, int] = {}
+        # word -> count of " " + word: a text's words after the first, joined back with spaces.
+        self._spaced: dict[str, int] = {}
         self._max_entries = max_entries
         self._by_lines = bool(getattr(inner, "splits_at_line_starts", False))
 
@@ -138,7 +175,8 @@ class MemoizedCounter:
         if len(text) >= _SPLIT_MIN_CHARS and "\n" in text:
             pieces = _split_at_piece_starts(text)
             if len(pieces) > 1:
-                return sum(self._count_piece(p) for p in pieces)
+                memo = self._memo  # most pieces are known: look them up without a call
+                return sum([memo[p] if p in memo else self._count_piece(p) for p in pieces])
         return self._count_uncut(text)
 
     def _count_piece(self, piece: str) -> int:
@@ -163,7 +201,60 @@ class MemoizedCounter:
         word = _leading_word(text[1:]) if text.startswith(" ") else None
         if word is not None and text[1:] in self._memo:
             return self._memo[text[1:]] - self.count(word) + self.count(" " + word)
+        if len(text) >= _WORDS_MIN_CHARS:
+            n = self._count_words(text)
+            if n is not None:
+                return n
         return self.inner.count(text)
+
+    def _count_words(self, text: str) -> int | None:
+        """``text`` as its first word plus each following word with the space before it.
+
+        A space after a character other than white space always starts a piece, so those
+        counts add up to the text's. None when that does not hold for every space of the text
+        (only ASCII text is tried) or when too many of its words are new.
+        """
+        if (
+            not text.isascii()
+            or "  " in text
+            or "\n " in text
+            or "\t " in text
+            or "\r " in text
+            or "\x0b " in text
+            or "\x0c " in text
+        ):
+            return None
+        words = text.split(" ")
+        if len(words) == 1:
+            return None
+        spaced, rest = self._spaced, words[1:]
+        try:
+            return self.count(words[0]) + sum(map(spaced.__getitem__, rest))
+        except KeyError:
+            pass
+        new = sorted(set(rest).difference(spaced))
+        if len(spaced) + len(new) > self._max_entries:
+            spaced.clear()
+            return None
+        many = len(new) * _NEW_WORD_RATIO > len(words)
+        self._learn(new[:_WORDS_LEARNED] if many else new)
+        if many:
+            return None
+        return self.count(words[0]) + sum(map(spaced.__getitem__, rest))
+
+    def _learn(self, words: list[str]) -> None:
+        """Remember the count of each of ``words`` with a space before it."""
+        spaced = self._spaced
+        # A word ending in white space (a text's last) would join the next one's piece.
+        joinable = [w for w in words if w and not w[-1].isspace()]
+        count_each = getattr(self.inner, "count_each", None)
+        if count_each is not None and len(joinable) > 1:
+            counts = count_each([" " + w for w in joinable])
+            if counts is not None:
+                spaced.update(zip(joinable, counts, strict=True))
+        for w in words:
+            if w not in spaced:
+                spaced[w] = self.inner.count(" " + w)
 
     def _remember(self, text: str, n: int) -> None:
         if len(self._memo) >= self._max_entries:
