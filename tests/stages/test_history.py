@@ -418,6 +418,24 @@ def test_a_short_sentence_naming_a_topic_does_not_pull_in_the_one_before() -> No
     assert "spreadsheet" not in line
 
 
+def test_passage_scores_follow_the_rarities_of_a_later_turn() -> None:
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "The harbour crane code is HC-2291 for the north quay."},
+        {"role": "assistant", "content": "Noted."},
+    ] + [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": "filler " * 80} for i in range(8)
+    ]
+    query = "Which crane code is on the north quay?"
+    tracker = HistoryTracker(300, 150, count_tokens, OVERHEAD, 40)
+    tracker.update(history, "h")
+    before = dict(tracker.score_passages(query))
+    history += [{"role": "user", "content": "The north quay is closed today."}]
+    tracker.update(history, "h")  # "north" and "quay" get commoner; no passage is added
+    fresh = HistoryTracker(300, 150, count_tokens, OVERHEAD, 40)
+    fresh.update(history, "h")
+    assert tracker.score_passages(query) == fresh.score_passages(query) != before
+
+
 def test_passage_scores_count_the_question_and_the_record_it_belongs_to() -> None:
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "Look up Slate Health please."},

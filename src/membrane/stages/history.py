@@ -373,7 +373,7 @@ class HistoryTracker:
     # word -> (pid, message, sentence weight) of each passage holding it, in pid order
     postings: dict[str, list[tuple[int, int, float]]] = field(default_factory=dict)
     stats: TermStats = field(default_factory=TermStats)
-    _last_scores: tuple[tuple[str, int], dict[int, float]] | None = None
+    _last_scores: tuple[tuple[str, int, int], dict[int, float]] | None = None
 
     @property
     def seen_messages(self) -> int:
@@ -462,7 +462,8 @@ class HistoryTracker:
         part that names the record. Only the query's most telling words are looked up, which
         bounds the work however long the conversation grows.
         """
-        key = (query, len(self.passages))
+        # Rarities move with every message seen, so the memo holds within one compile only.
+        key = (query, len(self.passages), self.stats.documents)
         if self._last_scores is not None and self._last_scores[0] == key:
             return self._last_scores[1]
         weights = query_weights(query)
