@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 import string
-from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
@@ -47,8 +45,6 @@ class TiktokenAdapter:
             known = ", ".join(BUNDLED_ENCODINGS)
             raise ValueError(f"unknown encoding {encoding_name!r}; bundled encodings are: {known}")
         self._encoding_name = encoding_name
-        # Token id -> its length in bytes, filled as tokens are met.
-        self._token_sizes: dict[int, int] = {}
 
     @property
     def name(self) -> str:
@@ -69,30 +65,6 @@ class TiktokenAdapter:
         # Special-token strings in user text are counted as ordinary text, like tiktoken's
         # encode_ordinary: a prompt containing "<|endoftext|>" must not raise.
         return len(load_encoding(self._encoding_name).encode_ordinary(text))
-
-    def count_each(self, texts: Sequence[str]) -> list[int] | None:
-        """The count of each of ``texts``, from one encoding of them joined.
-
-        For ASCII texts each of which starts a piece of the joined text: the pieces' tokens are
-        attributed by their byte lengths. None if the texts do not line up with the tokens.
-        """
-        enc = load_encoding(self._encoding_name)
-        tokens = enc.encode_ordinary("".join(texts))
-        sizes = self._token_sizes
-        ends = list(itertools.accumulate(map(len, texts)))
-        counts = [0] * len(texts)
-        i = end = 0
-        for token in tokens:
-            size = sizes.get(token)
-            if size is None:
-                size = sizes[token] = len(enc.decode_single_token_bytes(token))
-            if end >= ends[i]:
-                i += 1
-            end += size
-            counts[i] += 1
-            if end > ends[i]:
-                return None
-        return counts if end == ends[-1] and i == len(texts) - 1 else None
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (ordinary text, no special tokens)."""
@@ -132,13 +104,12 @@ _ASCII_LETTERS = frozenset(string.ascii_letters)
 _ASCII_ALNUM = frozenset(string.ascii_letters + string.digits)
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
 _SPLIT_MIN_CHARS = 256
-# Texts from this long are counted word by word from the memo when most words are known
-# (shorter ones are about as quick to tokenise whole as to look up word by word).
-_WORDS_MIN_CHARS = 600
+# Texts from this long are counted word by word from the memo when most words are known.
+_WORDS_MIN_CHARS = 128
 # A text is counted word by word when at most one word in this many is new; otherwise in one
 # call, and this many of its new words are learned for the next texts.
 _NEW_WORD_RATIO = 5
-_WORDS_LEARNED = 64
+_WORDS_LEARNED = 16
 
 
 class MemoizedCounter:
@@ -227,34 +198,21 @@ class MemoizedCounter:
         words = text.split(" ")
         if len(words) == 1:
             return None
-        spaced, rest = self._spaced, words[1:]
+        spaced = self._spaced
         try:
-            return self.count(words[0]) + sum(map(spaced.__getitem__, rest))
+            return self.count(words[0]) + sum(map(spaced.__getitem__, words[1:]))
         except KeyError:
             pass
-        new = sorted(set(rest).difference(spaced))
+        new = [w for w in dict.fromkeys(words[1:]) if w not in spaced]
         if len(spaced) + len(new) > self._max_entries:
             spaced.clear()
             return None
         many = len(new) * _NEW_WORD_RATIO > len(words)
-        self._learn(new[:_WORDS_LEARNED] if many else new)
+        for w in new[:_WORDS_LEARNED] if many else new:
+            spaced[w] = self.inner.count(" " + w)
         if many:
             return None
-        return self.count(words[0]) + sum(map(spaced.__getitem__, rest))
-
-    def _learn(self, words: list[str]) -> None:
-        """Remember the count of each of ``words`` with a space before it."""
-        spaced = self._spaced
-        # A word ending in white space (a text's last) would join the next one's piece.
-        joinable = [w for w in words if w and not w[-1].isspace()]
-        count_each = getattr(self.inner, "count_each", None)
-        if count_each is not None and len(joinable) > 1:
-            counts = count_each([" " + w for w in joinable])
-            if counts is not None:
-                spaced.update(zip(joinable, counts, strict=True))
-        for w in words:
-            if w not in spaced:
-                spaced[w] = self.inner.count(" " + w)
+        return self.count(words[0]) + sum(map(spaced.__getitem__, words[1:]))
 
     def _remember(self, text: str, n: int) -> None:
         if len(self._memo) >= self._max_entries:
