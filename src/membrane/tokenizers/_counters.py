@@ -104,12 +104,6 @@ _ASCII_LETTERS = frozenset(string.ascii_letters)
 _ASCII_ALNUM = frozenset(string.ascii_letters + string.digits)
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
 _SPLIT_MIN_CHARS = 256
-# Texts from this long are counted word by word from the memo when most words are known.
-_WORDS_MIN_CHARS = 128
-# A text is counted word by word when at most one word in this many is new; otherwise in one
-# call, and this many of its new words are learned for the next texts.
-_NEW_WORD_RATIO = 5
-_WORDS_LEARNED = 16
 
 
 class MemoizedCounter:
@@ -124,8 +118,6 @@ class MemoizedCounter:
     def __init__(self, inner: TokenCounter, max_entries: int = 50_000) -> None:
         self.inner = inner
         self._memo: dict[str, int] = {}
-        # word -> count of " " + word: a text's words after the first, joined back with spaces.
-        self._spaced: dict[str, int] = {}
         self._max_entries = max_entries
         self._by_lines = bool(getattr(inner, "splits_at_line_starts", False))
 
@@ -172,47 +164,7 @@ class MemoizedCounter:
         word = _leading_word(text[1:]) if text.startswith(" ") else None
         if word is not None and text[1:] in self._memo:
             return self._memo[text[1:]] - self.count(word) + self.count(" " + word)
-        if len(text) >= _WORDS_MIN_CHARS:
-            n = self._count_words(text)
-            if n is not None:
-                return n
         return self.inner.count(text)
-
-    def _count_words(self, text: str) -> int | None:
-        """``text`` as its first word plus each following word with the space before it.
-
-        A space after a character other than white space always starts a piece, so those
-        counts add up to the text's. None when that does not hold for every space of the text
-        (only ASCII text is tried) or when too many of its words are new.
-        """
-        if (
-            not text.isascii()
-            or "  " in text
-            or "\n " in text
-            or "\t " in text
-            or "\r " in text
-            or "\x0b " in text
-            or "\x0c " in text
-        ):
-            return None
-        words = text.split(" ")
-        if len(words) == 1:
-            return None
-        spaced = self._spaced
-        try:
-            return self.count(words[0]) + sum(map(spaced.__getitem__, words[1:]))
-        except KeyError:
-            pass
-        new = [w for w in dict.fromkeys(words[1:]) if w not in spaced]
-        if len(spaced) + len(new) > self._max_entries:
-            spaced.clear()
-            return None
-        many = len(new) * _NEW_WORD_RATIO > len(words)
-        for w in new[:_WORDS_LEARNED] if many else new:
-            spaced[w] = self.inner.count(" " + w)
-        if many:
-            return None
-        return self.count(words[0]) + sum(map(spaced.__getitem__, words[1:]))
 
     def _remember(self, text: str, n: int) -> None:
         if len(self._memo) >= self._max_entries:
