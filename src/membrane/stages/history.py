@@ -228,7 +228,8 @@ def _leans_back(sentence: str, rare_marked: frozenset[str]) -> bool:
     opener = sentence.split(maxsplit=1)[0].strip("\"'(“‘").lower()
     if opener in DEPENDENT_OPENERS:
         return True
-    return not any(not any(c.isdigit() for c in word) for word in rare_marked)
+    names = [word for word in rare_marked if not any(c.isdigit() for c in word)]
+    return not names
 
 
 def _is_request(sentence: str) -> bool:
@@ -240,13 +241,14 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
     """The index line body of a dropped message: its keyframes and its other rare facts.
 
     A message none of whose words is rare in the conversation gets no line (it repeats what
-    is said elsewhere). Otherwise every KEYFRAME_SPAN_TOKENS of it give one keyframe (the
-    densest sentence of that span under ``frame_tokens``; a question ranks low, as it asks
-    rather than tells). Further sentences join, densest first, when they name a code or a name
-    that is rare in the conversation and not yet on the line, while the line stays under
-    ``frame_tokens`` times the square root of the message's length in 50-token steps: a message
-    stating several facts keeps several, a long paste keeps more without taking over the index,
-    and chatter stays out. Sentences are joined in their original order.
+    is said elsewhere), and neither does one that names no rare code, number or name, unless
+    its writer uses no capitals at all. Otherwise every KEYFRAME_SPAN_TOKENS of it give one
+    keyframe (the densest sentence of that span under ``frame_tokens``, preferring one that
+    names something; a question ranks low, as it asks rather than tells). Further sentences
+    join, densest first, when they name a rare code or name not yet on the line, while the
+    line stays under ``frame_tokens`` times the square root of the message's length in
+    50-token steps: a message stating several facts keeps several, a long paste keeps more
+    without taking over the index, and chatter stays out. Sentences keep their order.
     """
     sentences = split_sentences(text)
     if not sentences:
@@ -266,18 +268,12 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
         for sentence, size in zip(sentences, sizes, strict=True)
     ]
     total = sum(sizes)
-    per_span = math.ceil(len(sentences) / max(1, math.ceil(total / KEYFRAME_SPAN_TOKENS)))
-    chosen: set[int] = set()
-    for start in range(0, len(sentences), per_span):
-        span = range(start, min(start + per_span, len(sentences)))
-        best = max(span, key=lambda i: (density[i] >= 0 and bool(specifics[i]), density[i]))
-        if density[best] >= 0:
-            chosen.add(best)
+    chosen = _keyframes(density, specifics, total)
     if not chosen:
         return _truncate_to(sentences[0], count, frame_tokens)
-    covered = set().union(*(specifics[i] for i in chosen))
     cap = frame_tokens * math.ceil(math.sqrt(total / 50))
     used = sum(sizes[i] for i in chosen)
+    covered = set().union(*(specifics[i] for i in chosen))
     for i in sorted(range(len(sentences)), key=lambda i: -density[i]):
         new = specifics[i] - covered
         if i in chosen or density[i] < 0 or not new or _is_request(sentences[i]):
@@ -296,6 +292,23 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
         if leans and used + sizes[i - 1] <= cap:
             chosen.add(i - 1)
             used += sizes[i - 1]
+    return _in_order(sentences, chosen)
+
+
+def _keyframes(density: list[float], specifics: list[frozenset[str]], total: int) -> set[int]:
+    """One sentence per KEYFRAME_SPAN_TOKENS: the densest that fits, naming something if any."""
+    per_span = math.ceil(len(density) / max(1, math.ceil(total / KEYFRAME_SPAN_TOKENS)))
+    chosen: set[int] = set()
+    for start in range(0, len(density), per_span):
+        span = range(start, min(start + per_span, len(density)))
+        best = max(span, key=lambda i: (density[i] >= 0 and bool(specifics[i]), density[i]))
+        if density[best] >= 0:
+            chosen.add(best)
+    return chosen
+
+
+def _in_order(sentences: Sequence[str], chosen: set[int]) -> str:
+    """The chosen sentences in their order, with … where sentences were left out between."""
     parts: list[str] = []
     previous = -2
     for i in sorted(chosen):
