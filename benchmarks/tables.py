@@ -300,34 +300,12 @@ def cache_savings_tables(payload: dict[str, Any]) -> str:
 
 
 def compile_speed_tables(payload: dict[str, Any]) -> str:
-    out = ["Fresh inputs each call (a new compiler per call), with memories:", ""]
-    rows = [
-        [
-            fmt_num(r["history_messages"]),
-            fmt_ms(r["membrane_ms_median"]),
-            fmt_ms(r["membrane_ms_p95"]),
-            fmt_ms(r["langchain_ms_median"]),
-            fmt_ms(r["langchain_ms_p95"]),
-            _ratio(r.get("ratio_median")),
-        ]
-        for r in payload["fresh"]
-    ]
-    out += [
-        markdown_table(
-            [
-                "History messages",
-                "Membrane median ms",
-                "p95",
-                "LangChain median ms",
-                "p95",
-                "Ratio",
-            ],
-            rows,
-        ),
-        "",
-    ]
     chat = payload["chat_80_turns"]
-    out += [
+    out = [
+        "Fresh inputs each call (a new compiler per call), with memories:",
+        "",
+        _by_history_size(payload["fresh"]),
+        "",
         "80-turn chat, one reused compiler (per-turn compile time):",
         "",
         markdown_table(
@@ -348,6 +326,23 @@ def compile_speed_tables(payload: dict[str, Any]) -> str:
             ],
         ),
         "",
+        "Per-turn time as history grows (reused compiler, turns appended):",
+        "",
+        _by_history_size(payload["growing"]),
+        "",
+    ]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _by_history_size(results: list[dict[str, Any]]) -> str:
+    """Membrane beside LangChain, one row per history size (the fresh and growing sections)."""
+    header = [
+        "History messages",
+        "Membrane median ms",
+        "p95",
+        "LangChain median ms",
+        "p95",
+        "Ratio",
     ]
     rows = [
         [
@@ -358,25 +353,9 @@ def compile_speed_tables(payload: dict[str, Any]) -> str:
             fmt_ms(r["langchain_ms_p95"]),
             _ratio(r.get("ratio_median")),
         ]
-        for r in payload["growing"]
+        for r in results
     ]
-    out += [
-        "Per-turn time as history grows (reused compiler, turns appended):",
-        "",
-        markdown_table(
-            [
-                "History messages",
-                "Membrane median ms",
-                "p95",
-                "LangChain median ms",
-                "p95",
-                "Ratio",
-            ],
-            rows,
-        ),
-        "",
-    ]
-    return "\n".join(out).rstrip() + "\n"
+    return markdown_table(header, rows)
 
 
 def _ratio(value: float | None) -> str:
