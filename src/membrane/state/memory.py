@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any
+
+from membrane.state.protocol import decode_state, encode_state
 
 __all__ = ["InMemoryStateStore"]
 
@@ -23,13 +24,10 @@ class InMemoryStateStore:
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             raw = self._data.get(key)
-        if raw is None:
-            return None
-        value: dict[str, Any] = json.loads(raw)
-        return value
+        return None if raw is None else decode_state(raw)
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        raw = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        raw = encode_state(value)
         with self._lock:
             self._data[key] = raw
 

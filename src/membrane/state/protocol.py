@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["StateStore"]
+__all__ = ["StateStore", "decode_state", "encode_state"]
+
+
+def encode_state(value: dict[str, Any]) -> str:
+    """The one text form every store keeps a value in (compact, keys sorted)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def decode_state(raw: str | bytes) -> dict[str, Any]:
+    """The value back from :func:`encode_state`'s text."""
+    value: dict[str, Any] = json.loads(raw)
+    return value
 
 
 @runtime_checkable

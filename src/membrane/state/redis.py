@@ -12,6 +12,7 @@ from typing import Any
 
 from membrane import config
 from membrane.errors import StoreUnavailable
+from membrane.state.protocol import decode_state, encode_state
 
 __all__ = [
     "RedisStateStore",
@@ -67,13 +68,10 @@ class RedisStateStore:
             raw = self._client.get(self._prefix + key)
         except _redis_errors() as exc:
             raise StoreUnavailable(f"cannot read {key!r} from Redis: {exc}", store="redis") from exc
-        if raw is None:
-            return None
-        value: dict[str, Any] = json.loads(raw)
-        return value
+        return None if raw is None else decode_state(raw)
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        raw = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        raw = encode_state(value)
         try:
             self._client.set(self._prefix + key, raw, ex=self._ttl)
         except _redis_errors() as exc:
