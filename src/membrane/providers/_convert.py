@@ -445,9 +445,9 @@ def render_turns(
     """System blocks, alternating turns, and where each (message, part) ended up.
 
     For APIs that take the system text apart and want user and assistant turns to alternate
-    (Anthropic, Bedrock Converse): consecutive messages of one role merge into one turn, so a
-    tool result and the user text after it become one user turn. ``ends[(message, -1)]`` is
-    the location of a message's last block, for cache markers.
+    (Anthropic, Bedrock Converse, Gemini): consecutive messages of one role merge into one
+    turn, so a tool result and the user text after it become one user turn.
+    ``ends[(message, -1)]`` is the location of a message's last block, for cache markers.
     """
     system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []

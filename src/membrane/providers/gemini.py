@@ -16,6 +16,7 @@ from membrane.providers._convert import (
     ToolResult,
     parse_data_url,
     read_messages,
+    render_turns,
     require_end_placement,
 )
 
@@ -90,44 +91,29 @@ def gemini_request(
     come from Gemini). Needs end placement.
     """
     require_end_placement(result, "gemini_request")
-    messages = read_messages(result.messages)
-    system: list[dict[str, Any]] = []
-    contents: list[dict[str, Any]] = []
-    for msg in messages:
-        where = f"messages[{msg.index}]"
-        if msg.role == "system":
-            if contents:
-                raise InvalidInputError(
-                    f"{where} is a system message after the conversation started; Gemini takes "
-                    "one system instruction before the first turn",
-                    field=where,
-                )
-            for part in msg.parts:
-                if not isinstance(part, Text):
-                    raise InvalidInputError(
-                        f"{where}: the Gemini system instruction holds text only", field=where
-                    )
-                system.append({"text": part.text})
-            continue
-        role = "model" if msg.role == "assistant" else "user"
-        parts = []
-        signed = False
-        for part in msg.parts:
-            rendered = _part(part, where)
-            if isinstance(part, ToolCall):
-                # Of parallel calls only the first carries a signature.
-                fallback = None if signed else thought_signature_fallback
-                signature = part.thought_signature or fallback
-                if signature:
-                    rendered["thoughtSignature"] = signature
-                signed = True
-            parts.append(rendered)
-        if not parts:
-            continue
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
+    signed: set[str] = set()  # messages whose first tool call has had its signature
+
+    def block(part: Part, where: str) -> dict[str, Any]:
+        rendered = _part(part, where)
+        if isinstance(part, ToolCall):
+            # Of parallel calls only the first carries a signature.
+            fallback = None if where in signed else thought_signature_fallback
+            signature = part.thought_signature or fallback
+            if signature:
+                rendered["thoughtSignature"] = signature
+            signed.add(where)
+        return rendered
+
+    system, turns, _ = render_turns(
+        read_messages(result.messages),
+        provider="Gemini",
+        system_block=lambda part, where: {"text": part.text},
+        block=block,
+    )
+    contents = [
+        {"role": "model" if turn["role"] == "assistant" else "user", "parts": turn["content"]}
+        for turn in turns
+    ]
     request: dict[str, Any] = {}
     if system:
         request["system_instruction"] = {"parts": system}
