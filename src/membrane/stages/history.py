@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from membrane.messages import group_units, message_text
-from membrane.text.keyframes import DEPENDENT_OPENERS, depends_on_previous, sentence_density
+from membrane.text.keyframes import sentence_density
 from membrane.text.relevance import (
     TermStats,
     content_word_set,
@@ -28,7 +28,7 @@ from membrane.text.relevance import (
     marked_words,
     query_weights,
 )
-from membrane.text.sentences import split_sentences
+from membrane.text.sentences import is_short, opens_with_pronoun, split_sentences
 
 __all__ = [
     "INDEX_HEADER",
@@ -223,13 +223,10 @@ def _leans_back(sentence: str, rare_marked: frozenset[str]) -> bool:
     A short sentence with a code ("Use KJ-2848 instead.") still leans: the code's meaning is
     in the sentence before.
     """
-    if not depends_on_previous(sentence):
-        return False
-    opener = sentence.split(maxsplit=1)[0].strip("\"'(“‘").lower()
-    if opener in DEPENDENT_OPENERS:
+    if opens_with_pronoun(sentence):
         return True
     names = [word for word in rare_marked if not any(c.isdigit() for c in word)]
-    return not names
+    return is_short(sentence) and not names
 
 
 def _is_request(sentence: str) -> bool:

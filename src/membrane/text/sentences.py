@@ -5,7 +5,13 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["DEPENDENT_OPENERS", "depends_on_previous", "split_sentences"]
+__all__ = [
+    "DEPENDENT_OPENERS",
+    "depends_on_previous",
+    "is_short",
+    "opens_with_pronoun",
+    "split_sentences",
+]
 
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before white space,
 # or at a line break. Abbreviation handling is deliberately absent: a wrong split only makes a
@@ -71,8 +77,15 @@ _SHORT_SENTENCE_WORDS = 5
 
 def depends_on_previous(sentence: str) -> bool:
     """True when ``sentence`` leans on the one before: a pronoun opener, or very short."""
-    words = sentence.split(maxsplit=_SHORT_SENTENCE_WORDS)
-    if len(words) <= _SHORT_SENTENCE_WORDS:
-        return True
-    first = words[0].strip("\"'(“‘").lower()
-    return first in DEPENDENT_OPENERS
+    return is_short(sentence) or opens_with_pronoun(sentence)
+
+
+def is_short(sentence: str) -> bool:
+    """Five words or fewer."""
+    return len(sentence.split(maxsplit=_SHORT_SENTENCE_WORDS)) <= _SHORT_SENTENCE_WORDS
+
+
+def opens_with_pronoun(sentence: str) -> bool:
+    """The first word is one of DEPENDENT_OPENERS (quotes and brackets ignored)."""
+    words = sentence.split(maxsplit=1)
+    return bool(words) and words[0].strip("\"'(“‘").lower() in DEPENDENT_OPENERS
