@@ -185,6 +185,11 @@ STOPWORDS = frozenset(
 )
 
 
+def _ascii_pieces(text: str) -> list[str]:
+    """An ASCII text lower-cased and split at every character that cannot be in a word."""
+    return text.lower().translate(_ASCII_BLANKS).split()
+
+
 @functools.lru_cache(maxsize=65_536)
 def content_words(text: str) -> tuple[str, ...]:
     """Lower-cased words of ``text`` without stopwords, in order (duplicates kept).
@@ -192,7 +197,7 @@ def content_words(text: str) -> tuple[str, ...]:
     Memoised: the same sentences and messages are read again on every turn.
     """
     if text.isascii():
-        words = [w.strip("_'-") for w in text.lower().translate(_ASCII_BLANKS).split()]
+        words = [w.strip("_'-") for w in _ascii_pieces(text)]
     else:
         words = [w.lower() for w in _WORD.findall(text)]
     return tuple([w for w in words if w and w not in STOPWORDS])
@@ -207,7 +212,7 @@ def content_word_set(text: str) -> frozenset[str]:
     """
     if not text.isascii():
         return frozenset(content_words(text))
-    words = {w.strip("_'-") for w in set(text.lower().translate(_ASCII_BLANKS).split())}
+    words = {w.strip("_'-") for w in set(_ascii_pieces(text))}
     words -= STOPWORDS
     words.discard("")
     return frozenset(words)
