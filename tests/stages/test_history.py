@@ -332,6 +332,73 @@ def test_only_a_message_naming_a_rare_code_or_name_gets_a_line() -> None:
     assert index_digest(lowercase, stats, count_tokens, 40) == lowercase
 
 
+def test_in_a_pasted_log_the_lines_someone_wrote_are_indexed_not_the_records() -> None:
+    from membrane.stages.history import index_digest
+    from membrane.text.relevance import TermStats
+
+    rng = random.Random(7)
+    chores = [
+        "cache warmed for the nightly batch",
+        "retrying the upload after a timeout",
+        "queue drained, worker idle",
+        "config reloaded from disk",
+    ]
+    lines = [
+        f"2026-03-{1 + n % 28:02d}T{n % 24:02d}:{(7 * n) % 60:02d}:11Z "
+        f"{rng.choice(['INFO', 'WARN', 'DEBUG'])} worker-{n % 7} {rng.choice(chores)} "
+        f"req={rng.choice('ABCDEFGH')}{rng.randint(100, 999)}-{rng.randint(10, 99)}"
+        for n in range(80)
+    ]
+    lines.insert(30, "Note from Dana: the vault code for Orchid Works is VK-4471.")
+    lines.insert(60, "Reminder: Tern Freight's courier account is CA-9120.")
+    paste = "Here is the log I mentioned:\n" + "\n".join(lines)
+    line = index_digest(paste, TermStats([paste, "Thanks, that helps."]), count_tokens, 40)
+    assert "VK-4471" in line and "CA-9120" in line
+    assert "req=" not in line and "worker-" not in line  # the repeated records stay out
+
+
+def test_a_further_sentence_joins_for_an_exact_value_not_for_a_name() -> None:
+    from membrane.stages.history import index_digest
+    from membrane.text.relevance import TermStats
+
+    message = (
+        "The gate code for Harbor Labs is GX-4471. "
+        "We met Priya Raman at the Bergen office. "
+        "The loading dock closes at 1800 on Fridays."
+    )
+    # Priya, Raman and Bergen are rare (in two messages) but less rare than the gate code.
+    stats = TermStats([message, "Priya Raman runs the Bergen office."])
+    line = index_digest(message, stats, count_tokens, 40)
+    assert line == (
+        "The gate code for Harbor Labs is GX-4471. … The loading dock closes at 1800 on Fridays."
+    )
+
+
+def test_json_members_are_indexed_without_quotes_and_stand_on_their_own() -> None:
+    from membrane.stages.history import index_digest
+    from membrane.text.relevance import TermStats
+
+    record = (
+        '{\n "entity": "Harbor Labs",\n "notes": "Spoke to them on Monday. All fine.",\n'
+        ' "gate code": "GX-4471",\n "bays": 12,\n "dock PIN": "DP-2090"\n}'
+    )
+    line = index_digest(record, TermStats([record]), count_tokens, 40)
+    assert "gate code: GX-4471," in line and "dock PIN: DP-2090" in line
+    assert '"' not in line.replace('"notes"', "")  # members lose their quotes
+    assert "All fine" not in line  # a short member line does not pull in the line before
+
+
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12, unique=True))
+def test_distinct_density_is_the_plain_density_when_nothing_repeats(words: list[str]) -> None:
+    from membrane.stages.history import _distinct_density
+    from membrane.text.keyframes import sentence_density
+    from membrane.text.relevance import TermStats
+
+    sentences = [f"{word.capitalize()} here." for word in words]
+    stats = TermStats([" ".join(words), "here and there"])
+    assert _distinct_density(sentences, stats) == [sentence_density(s, stats) for s in sentences]
+
+
 def test_a_dropped_question_is_never_recalled_as_if_it_held_the_answer() -> None:
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "Which parcel trace code goes with the Osaka depot again?"},

@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
+import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +68,9 @@ _SHORT_QUESTION_WORDS = 5
 # A tool result's index line names the call's arguments up to this many characters.
 _CALL_LABEL_CHARS = 80
 _REQUEST_DISCOUNT = 0.3
+# A sentence keeping less than this share of its density once repeated words are discounted
+# is mostly the layout its message repeats (a log line, an export row): it names nothing.
+_LAYOUT_SHARE = 0.5
 # Query words found in more passages than this are too common to tell passages apart.
 _MAX_POSTINGS_SCANNED = 128
 _QUESTION_WEIGHT = 0.5
@@ -223,9 +228,11 @@ def _leans_back(sentence: str, rare_marked: frozenset[str]) -> bool:
     A short sentence with a code ("Use KJ-2848 instead.") still leans: the code's meaning is
     in the sentence before.
     """
+    if _JSON_MEMBER.fullmatch(sentence):
+        return False  # a "key": value line of a record stands on its own
     if opens_with_pronoun(sentence):
         return True
-    names = [word for word in rare_marked if not any(c.isdigit() for c in word)]
+    names = [word for word in rare_marked if not _has_digit(word)]
     return is_short(sentence) and not names
 
 
@@ -240,12 +247,19 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
     A message none of whose words is rare in the conversation gets no line (it repeats what
     is said elsewhere), and neither does one that names no rare code, number or name, unless
     its writer uses no capitals at all. Otherwise every KEYFRAME_SPAN_TOKENS of it give one
-    keyframe (the densest sentence of that span under ``frame_tokens``, preferring one that
-    names something; a question ranks low, as it asks rather than tells). Further sentences
-    join, densest first, when they name a rare code or name not yet on the line, while the
-    line stays under ``frame_tokens`` times the square root of the message's length in
-    50-token steps: a message stating several facts keeps several, a long paste keeps more
-    without taking over the index, and chatter stays out. Sentences keep their order.
+    keyframe: the densest sentence of that span under ``frame_tokens`` that names something
+    (a question ranks low, as it asks rather than tells; a span that names nothing gives
+    none). Density counts a word less the more sentences of the message use it, so in a
+    pasted log or export the lines someone wrote stand out from the repeated records, and a
+    sentence that is mostly such layout does not count as naming anything.
+
+    Further sentences join, densest first, when they hold an exact value (a rare word with
+    a digit: a code, number or date) not yet on the line, while the line stays under
+    ``frame_tokens`` times the square root of the message's length in 50-token steps. Names
+    alone do not earn a further sentence: the keyframe says what the message is about, and
+    the room goes to values nobody could reconstruct. A sentence that leans on the one
+    before it brings that one along. Sentences keep their order; JSON members lose their
+    quotes.
     """
     sentences = split_sentences(text)
     if not sentences:
@@ -257,12 +271,15 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
         # A writer who uses capitals marks names with them: no rare code or name, no fact.
         return ""
     sizes = [count(sentence) for sentence in sentences]
+    distinct = _distinct_density(sentences, stats)
+    for i, sentence in enumerate(sentences):
+        if specifics[i] and distinct[i] < _LAYOUT_SHARE * sentence_density(sentence, stats):
+            specifics[i] = frozenset()  # mostly the message's repeated layout
     density = [
         -1.0
         if size > frame_tokens
-        else sentence_density(sentence, stats)
-        * (_REQUEST_DISCOUNT if _is_request(sentence) else 1.0)
-        for sentence, size in zip(sentences, sizes, strict=True)
+        else score * (_REQUEST_DISCOUNT if _is_request(sentence) else 1.0)
+        for sentence, size, score in zip(sentences, sizes, distinct, strict=True)
     ]
     total = sum(sizes)
     chosen = _keyframes(density, specifics, total)
@@ -272,7 +289,7 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
     used = sum(sizes[i] for i in chosen)
     covered = set().union(*(specifics[i] for i in chosen))
     for i in sorted(range(len(sentences)), key=lambda i: -density[i]):
-        new = specifics[i] - covered
+        new = {word for word in specifics[i] - covered if _has_digit(word)}
         if i in chosen or density[i] < 0 or not new or _is_request(sentences[i]):
             continue
         if used + sizes[i] <= cap:
@@ -292,14 +309,50 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
     return _in_order(sentences, chosen)
 
 
+def _has_digit(word: str) -> bool:
+    return any(c.isdigit() for c in word)
+
+
+# Digits read as 0 and letters as a: dates, counters and IDs written to one pattern (the
+# timestamps of a log, the key column of an export) count as one word repeated in a message.
+_SHAPE = str.maketrans(
+    {**dict.fromkeys("0123456789", "0"), **dict.fromkeys(string.ascii_lowercase, "a")}
+)
+
+
+def _shape(word: str) -> str:
+    return word.translate(_SHAPE) if _has_digit(word) else word
+
+
+def _distinct_density(sentences: Sequence[str], stats: TermStats) -> list[float]:
+    """Each sentence's density, a word's rarity divided by how many sentences here use it.
+
+    In a message that repeats no word this is :func:`sentence_density`.
+    """
+    words = [content_words(sentence) for sentence in sentences]
+    spread: dict[str, int] = {}
+    for sentence_words in words:
+        for shape in {_shape(w) for w in sentence_words}:
+            spread[shape] = spread.get(shape, 0) + 1
+    out = []
+    for sentence_words in words:
+        rarity = math.fsum(stats.idf(w) / spread[_shape(w)] for w in set(sentence_words))
+        out.append(rarity / math.sqrt(len(sentence_words)) if sentence_words else 0.0)
+    return out
+
+
 def _keyframes(density: list[float], specifics: list[frozenset[str]], total: int) -> set[int]:
-    """One sentence per KEYFRAME_SPAN_TOKENS: the densest that fits, naming something if any."""
+    """One sentence per KEYFRAME_SPAN_TOKENS: the densest that fits and names something.
+
+    When no sentence of the message names anything, the densest sentence of each span.
+    """
     per_span = math.ceil(len(density) / max(1, math.ceil(total / KEYFRAME_SPAN_TOKENS)))
+    named = any(specifics)
     chosen: set[int] = set()
     for start in range(0, len(density), per_span):
         span = range(start, min(start + per_span, len(density)))
         best = max(span, key=lambda i: (density[i] >= 0 and bool(specifics[i]), density[i]))
-        if density[best] >= 0:
+        if density[best] >= 0 and (specifics[best] or not named):
             chosen.add(best)
     return chosen
 
@@ -311,9 +364,25 @@ def _in_order(sentences: Sequence[str], chosen: set[int]) -> str:
     for i in sorted(chosen):
         if parts and i != previous + 1:
             parts.append("…")
-        parts.append(sentences[i])
+        parts.append(_unquoted(sentences[i]))
         previous = i
     return " ".join(parts)
+
+
+# A JSON object member alone on its line, with a string or scalar value: "key": "value",
+_JSON_MEMBER = re.compile(r'"([^"\\]+)": ("[^"\\]*"|[\w.+-]+)(,?)')
+
+
+def _unquoted(sentence: str) -> str:
+    """A JSON member line without its quotes (``city: Oslo,``); other sentences unchanged.
+
+    Tool results are mostly JSON; in an index line the quotes cost tokens and say nothing.
+    """
+    member = _JSON_MEMBER.fullmatch(sentence)
+    if member is None:
+        return sentence
+    key, value, comma = member.groups()
+    return f"{key}: {value.strip(chr(34))}{comma}"
 
 
 def _passages_of(unit: int, message: int, role: str, text: str, count: Count) -> list[Passage]:
