@@ -584,3 +584,14 @@ def test_passage_scores_match_the_reference(
 def test_sentence_words_are_the_words_of_the_whole_text(text: str) -> None:
     # A user message enters the statistics through its (memoised) sentences.
     assert set(_sentence_words(text)) == set(content_words(text))
+
+
+def test_a_long_quoted_question_is_a_request_like_a_plain_one() -> None:
+    from membrane.stages.history import index_digest
+    from membrane.text.relevance import TermStats
+
+    asked = 'Dana wrote, "Which badge number goes with the Tromsø research lab again?"'
+    fact = "The badge number for Lumen Labs is BN-7731."
+    message = f"{asked} {fact}"
+    line = index_digest(message, TermStats([message]), count_tokens, 40)
+    assert line == fact

@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from membrane.text.sentences import split_sentences
+from membrane.text.sentences import is_question, split_sentences
 
 
 def test_basic_split() -> None:
@@ -76,3 +76,12 @@ def _reference_split(text: str) -> list[str]:
 @given(st.text(alphabet=st.sampled_from([*"a .!?\"')]\n\t", "\u2028", "\u3000"]), max_size=30))
 def test_split_matches_the_reference_boundary(text: str) -> None:
     assert split_sentences(text) == _reference_split(text)
+
+
+def test_a_question_may_close_with_quotes_or_brackets() -> None:
+    assert is_question("Which code was it?")
+    assert is_question('She asked, "which code was it?"')
+    assert is_question("(Which code was it?) ")
+    assert is_question("Was it the “blue” one?”")
+    assert not is_question("The code was FX-2210.")
+    assert not is_question('He said "why?" and left.')

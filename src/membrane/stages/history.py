@@ -30,7 +30,12 @@ from membrane.text.relevance import (
     marked_words,
     query_weights,
 )
-from membrane.text.sentences import is_short, opens_with_pronoun, split_sentences
+from membrane.text.sentences import (
+    is_question,
+    is_short,
+    opens_with_pronoun,
+    split_sentences,
+)
 
 __all__ = [
     "INDEX_HEADER",
@@ -238,7 +243,7 @@ def _leans_back(sentence: str, rare_marked: frozenset[str]) -> bool:
 
 def _is_request(sentence: str) -> bool:
     """A question of more than a few words asks for something rather than stating it."""
-    return sentence.endswith("?") and len(sentence.split()) > _SHORT_QUESTION_WORDS
+    return is_question(sentence) and len(sentence.split()) > _SHORT_QUESTION_WORDS
 
 
 def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -> str:
@@ -527,7 +532,7 @@ class HistoryTracker:
         for sentence in passage.sentences:
             if _is_request(sentence):
                 continue  # a question asks for the answer; it does not hold it
-            weight = _QUESTION_WEIGHT if sentence.rstrip().endswith("?") else 1.0
+            weight = _QUESTION_WEIGHT if is_question(sentence) else 1.0
             for w in content_words(sentence):
                 weights[w] = max(weights.get(w, 0.0), weight)
         for w, weight in weights.items():

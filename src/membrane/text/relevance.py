@@ -302,18 +302,18 @@ def query_weights(query: str) -> Mapping[str, float]:
 
 @functools.lru_cache(maxsize=1024)
 def _query_weights(query: str) -> Mapping[str, float]:
-    from membrane.text.sentences import depends_on_previous, split_sentences
+    from membrane.text.sentences import depends_on_previous, is_question, split_sentences
 
     sentences = split_sentences(query)
-    asks = [s.rstrip(" \"')").endswith("?") for s in sentences]
+    asks = [is_question(s) for s in sentences]
     # "Which value was it?" asks about the sentence before it: that one is part of the question.
     for i in range(len(sentences) - 1, 0, -1):
         if asks[i] and depends_on_previous(sentences[i]):
             asks[i - 1] = True
     weights: dict[str, float] = {}
     asks_any = any(asks)
-    for sentence, is_question in zip(sentences, asks, strict=True):
-        weight = 1.0 if is_question or not asks_any else STATEMENT_WEIGHT
+    for sentence, asked in zip(sentences, asks, strict=True):
+        weight = 1.0 if asked or not asks_any else STATEMENT_WEIGHT
         for w in content_words(sentence):
             if weights.get(w, 0.0) < weight:
                 weights[w] = weight

@@ -8,6 +8,7 @@ import re
 __all__ = [
     "DEPENDENT_OPENERS",
     "depends_on_previous",
+    "is_question",
     "is_short",
     "opens_with_pronoun",
     "split_sentences",
@@ -78,6 +79,11 @@ _SHORT_SENTENCE_WORDS = 5
 def depends_on_previous(sentence: str) -> bool:
     """True when ``sentence`` leans on the one before: a pronoun opener, or very short."""
     return is_short(sentence) or opens_with_pronoun(sentence)
+
+
+def is_question(sentence: str) -> bool:
+    """Ends with a question mark, closing quotes and brackets aside."""
+    return sentence.rstrip(" \"')]”’").endswith("?")
 
 
 def is_short(sentence: str) -> bool:
