@@ -304,8 +304,8 @@ class ContextCompiler:
         if self.memory_placement == "system":
             return self._emit(*self._compile_system(turn))
         plan = self._plan_history(turn)
-        tail, choice = self._fit_tail(turn, plan)
-        return self._emit(*self._render_end(turn, plan, tail, choice))
+        tail, tail_text, tail_tokens, choice = self._fit_tail(turn, plan)
+        return self._emit(*self._render_end(turn, plan, tail, tail_text, tail_tokens, choice))
 
     async def compile_async(
         self,
@@ -562,7 +562,8 @@ class ContextCompiler:
             self.state_store.put(key, {"share": tracker.share, "events": events, "room": room})
         return room
 
-    def _fit_tail(self, turn: _Turn, plan: _HistoryPlan) -> tuple[Tail, list[str]]:
+    def _fit_tail(self, turn: _Turn, plan: _HistoryPlan) -> tuple[Tail, str, int, list[str]]:
+        """The final user message: its lines and passages, its text and token count."""
         count, overhead = turn.count, self.message_overhead_tokens
         end_text = turn.end_text
         before_tail = count(plan.system_text) + overhead + plan.kept_tokens + overhead
@@ -645,8 +646,8 @@ class ContextCompiler:
             (int(i not in ranking.pinned), tier, ranking.ranks[i])
             for i, tier in enumerate(turn.offer.tiers())
         ]
-        shed_to_fit(tail, turn.budget_counted - before_tail, count, priority)
-        return tail, list(choice)
+        text, tokens = shed_to_fit(tail, turn.budget_counted - before_tail, count, priority)
+        return tail, text, tokens, list(choice)
 
     def _passage_order(self, tracker: HistoryTracker, query: str) -> list[int] | None:
         if self._semantic is None:
@@ -658,17 +659,21 @@ class ContextCompiler:
     # ------------------------------------------------------------------ results
 
     def _render_end(
-        self, turn: _Turn, plan: _HistoryPlan, tail: Tail, choice: list[str]
+        self,
+        turn: _Turn,
+        plan: _HistoryPlan,
+        tail: Tail,
+        tail_text: str,
+        tail_tokens: int,
+        choice: list[str],
     ) -> tuple[list[Message], Offer, str, dict[str, Any], dict[str, Any] | None]:
         count, overhead = turn.count, self.message_overhead_tokens
-        tail_text = tail.text()
         messages: list[Message] = [
             {"role": "system", "content": plan.system_text},
             *plan.kept,
             {"role": "user", "content": tail_text},
         ]
         system_tokens = count(plan.system_text)
-        tail_tokens = count(tail_text)
         token_count = system_tokens + plan.kept_tokens - overhead * len(plan.kept) + tail_tokens
         framing = overhead * len(messages)
         offered = turn.offer.lines()

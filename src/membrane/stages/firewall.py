@@ -334,13 +334,17 @@ def fit_offer(
 
 def shed_to_fit(
     tail: Tail, limit: int, count: Callable[[str], int], priority: Sequence[tuple[int, ...]]
-) -> None:
+) -> tuple[str, int]:
     """Drop passages, then the lowest-priority lines, until ``count(tail.text()) <= limit``.
 
     Summed line counts can differ from the joined text's count by a few tokens at the joins;
-    this makes the final count exact.
+    this makes the final count exact. Returns the tail's text and that count.
     """
-    while count(tail.text()) > limit:
+    while True:
+        text = tail.text()
+        tokens = count(text)
+        if tokens <= limit:
+            return text, tokens
         if tail.passages:
             longest = max(range(len(tail.passages)), key=lambda j: tail.passages[j].tokens)
             tail.passages.pop(longest)
@@ -349,4 +353,4 @@ def shed_to_fit(
             tail.lines.pop(worst)
             tail.sources.pop(worst)
         else:
-            return
+            return text, tokens

@@ -12,7 +12,6 @@ messages); :func:`reference_cut` is the slow, obvious form the tests compare it 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -422,14 +421,10 @@ def _passages_of(unit: int, message: int, role: str, text: str, count: Count) ->
     return out
 
 
-def _fingerprint(messages: Sequence[Mapping[str, Any]]) -> str:
-    h = hashlib.blake2b(digest_size=12)
-    for m in messages:
-        h.update(str(m.get("role", "")).encode())
-        h.update(b"\x00")
-        h.update(message_text(m).encode())
-        h.update(b"\x01")
-    return h.hexdigest()
+def _unit_key(messages: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str], ...]:
+    # The texts themselves rather than a hash of them: a message passed again is usually the
+    # same string object, which compares equal at once.
+    return tuple((str(m.get("role", "")), message_text(m)) for m in messages)
 
 
 @dataclass
@@ -447,7 +442,7 @@ class HistoryTracker:
     keyframe_tokens: int
     bounds: list[tuple[int, int]] = field(default_factory=list)
     unit_tokens: list[int] = field(default_factory=list)
-    fingerprints: list[str] = field(default_factory=list)
+    unit_keys: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
     cut: int = 0
     kept_tokens: int = 0
     total_tokens: int = 0
@@ -471,7 +466,7 @@ class HistoryTracker:
             return False
         for unit in {0, self.cut if self.cut < len(self.bounds) else 0, len(self.bounds) - 1}:
             start, stop = self.bounds[unit]
-            if _fingerprint(messages[start:stop]) != self.fingerprints[unit]:
+            if _unit_key(messages[start:stop]) != self.unit_keys[unit]:
                 return False
         return True
 
@@ -486,7 +481,7 @@ class HistoryTracker:
             tokens = sum(self.count(text) + self.overhead for text in texts)
             self.bounds.append((start, stop))
             self.unit_tokens.append(tokens)
-            self.fingerprints.append(_fingerprint(span))
+            self.unit_keys.append(_unit_key(span))
             for message, text in zip(span, texts, strict=True):
                 if message.get("role") == "user":
                     # Last turn's question: the words of its sentences are memoised already.
