@@ -646,7 +646,9 @@ class ContextCompiler:
             (int(i not in ranking.pinned), tier, ranking.ranks[i])
             for i, tier in enumerate(turn.offer.tiers())
         ]
-        text, tokens = shed_to_fit(tail, turn.budget_counted - before_tail, count, priority)
+        text, tokens = shed_to_fit(
+            tail, turn.budget_counted - before_tail, turn.counter.count_lines, priority
+        )
         return tail, text, tokens, list(choice)
 
     def _passage_order(self, tracker: HistoryTracker, query: str) -> list[int] | None:

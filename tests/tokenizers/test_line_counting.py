@@ -134,3 +134,33 @@ def test_labelled_line_reuses_the_count_of_its_text() -> None:
         assert memo.count(line) == len(load_encoding("cl100k_base").encode_ordinary(line))
     # Only the new labels and the first word with its space are tokenised.
     assert spy.calls == ["[Mem:2]", "[user]", "Sure", " Sure"]
+
+
+@settings(max_examples=400)
+@given(
+    lines=st.lists(
+        st.tuples(texts, st.sampled_from(["\n", "\n\n", "\n\n\n"])), min_size=1, max_size=6
+    ),
+    last=texts,
+    encoding=st.sampled_from(["cl100k_base", "o200k_base"]),
+)
+def test_count_lines_equals_the_count_of_the_joined_text(
+    lines: list[tuple[str, str]], last: str, encoding: str
+) -> None:
+    memo = MemoizedCounter(TiktokenAdapter(encoding))
+    pairs = [*lines, (last, "")]
+    text = "".join(line + breaks for line, breaks in pairs)
+    assert memo.count_lines(pairs) == len(load_encoding(encoding).encode_ordinary(text))
+
+
+def test_count_lines_tokenises_only_what_the_breaks_add() -> None:
+    spy = _Spy()
+    memo = MemoizedCounter(spy)
+    lines = ["[Mem:1] [fact] kind=note | text=Gate code GX-4471. | conf=1.00", "Recalled.", "Q?"]
+    for line in lines:
+        memo.count(line)
+    spy.calls.clear()
+    pairs = [(lines[0], "\n"), (lines[1], "\n\n"), (lines[2], "")]
+    text = "".join(line + breaks for line, breaks in pairs)
+    assert memo.count_lines(pairs) == len(load_encoding("cl100k_base").encode_ordinary(text))
+    assert spy.calls == ["\n", ".\n\n", "."]

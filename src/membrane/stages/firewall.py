@@ -223,13 +223,21 @@ class Tail:
         return "\n".join(self.lines)
 
     def text(self) -> str:
-        parts = []
+        return "".join(line + breaks for line, breaks in self.parts())
+
+    def parts(self) -> list[tuple[str, str]]:
+        """What :meth:`text` is made of: each line with the line breaks after it."""
+        blocks = []
         if self.lines:
-            parts.append(self.memory_text())
+            blocks.append(self.lines)
         if self.passages:
-            parts.append(RECALL_HEADER + "\n" + "\n".join(p.text for p in self.passages))
-        parts.append(self.end_text)
-        return "\n\n".join(parts)
+            blocks.append([RECALL_HEADER, *(p.text for p in self.passages)])
+        out = []
+        for block in blocks:
+            out += [(line, "\n") for line in block[:-1]]
+            out.append((block[-1], "\n\n"))
+        out.append((self.end_text, ""))
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,16 +341,21 @@ def fit_offer(
 
 
 def shed_to_fit(
-    tail: Tail, limit: int, count: Callable[[str], int], priority: Sequence[tuple[int, ...]]
+    tail: Tail,
+    limit: int,
+    count_lines: Callable[[Sequence[tuple[str, str]]], int],
+    priority: Sequence[tuple[int, ...]],
 ) -> tuple[str, int]:
-    """Drop passages, then the lowest-priority lines, until ``count(tail.text()) <= limit``.
+    """Drop passages, then the lowest-priority lines, until the tail's text fits ``limit``.
 
     Summed line counts can differ from the joined text's count by a few tokens at the joins;
-    this makes the final count exact. Returns the tail's text and that count.
+    this makes the final count exact: ``count_lines`` counts the text of :meth:`Tail.parts`
+    (see ``MemoizedCounter.count_lines``). Returns the tail's text and that count.
     """
     while True:
-        text = tail.text()
-        tokens = count(text)
+        parts = tail.parts()
+        tokens = count_lines(parts)
+        text = "".join(line + breaks for line, breaks in parts)
         if tokens <= limit:
             return text, tokens
         if tail.passages:

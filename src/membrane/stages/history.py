@@ -449,9 +449,13 @@ class HistoryTracker:
     events: list[CutEvent] = field(default_factory=list)
     lines: list[IndexLine] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
-    # word -> (pid, message, sentence weight) of each passage holding it, in pid order
-    postings: dict[str, list[tuple[int, int, float]]] = field(default_factory=dict)
+    # word -> (pid, sentence weight) of each passage holding it, in pid order
+    postings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    # word -> (message, best sentence weight among its passages) for each message holding it
+    message_postings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     stats: TermStats = field(default_factory=TermStats)
+    # pid -> a recalled passage's line and its tokens (a line after its newline)
+    _recall_lines: dict[int, tuple[str, int]] = field(default_factory=dict)
     _last_scores: tuple[tuple[str, int, int], dict[int, float]] | None = None
 
     @property
@@ -530,8 +534,25 @@ class HistoryTracker:
             weight = _QUESTION_WEIGHT if is_question(sentence) else 1.0
             for w in content_words(sentence):
                 weights[w] = max(weights.get(w, 0.0), weight)
+        message = passage.message
         for w, weight in weights.items():
-            self.postings.setdefault(w, []).append((pid, passage.message, weight))
+            self.postings.setdefault(w, []).append((pid, weight))
+            # A message's passages are added one after another: its entry is the last one.
+            by_message = self.message_postings.setdefault(w, [])
+            if by_message and by_message[-1][0] == message:
+                if weight > by_message[-1][1]:
+                    by_message[-1] = (message, weight)
+            else:
+                by_message.append((message, weight))
+
+    def recall_line(self, pid: int) -> tuple[str, int]:
+        """Passage ``pid`` as a recalled line, and its tokens with the line break after it."""
+        known = self._recall_lines.get(pid)
+        if known is None:
+            passage = self.passages[pid]
+            line = f"[{passage.role}] {passage.text}"
+            known = self._recall_lines[pid] = (line, self.count(line) + 1)
+        return known
 
     def score_passages(self, query: str) -> dict[int, float]:
         """Relevance of each dropped passage to ``query`` (only passages sharing a word).
@@ -556,18 +577,10 @@ class HistoryTracker:
             if not posting or len(posting) > _MAX_POSTINGS_SCANNED:
                 continue
             weight = -negated
-            # A message's passages have consecutive pids, so its entries are adjacent here:
-            # its best gain for this word is complete when the next message starts.
-            current, best = posting[0][1], 0.0
-            for pid, message, sentence_weight in posting:
-                gain = weight * sentence_weight
-                own[pid] = own.get(pid, 0.0) + gain
-                if message != current:
-                    context[current] = context.get(current, 0.0) + best
-                    current, best = message, gain
-                elif gain > best:
-                    best = gain
-            context[current] = context.get(current, 0.0) + best
+            for pid, sentence_weight in posting:
+                own[pid] = own.get(pid, 0.0) + weight * sentence_weight
+            for message, sentence_weight in self.message_postings[w]:
+                context[message] = context.get(message, 0.0) + weight * sentence_weight
         passages = self.passages
         scores = {
             pid: score + _MESSAGE_CONTEXT_WEIGHT * context[passages[pid].message]
@@ -671,8 +684,7 @@ def select_passages(
         if budget - used < _MIN_USEFUL_PASSAGE_TOKENS or len(chosen) == max_passages:
             break
         passage = tracker.passages[pid]
-        line = f"[{passage.role}] {passage.text}"
-        tokens = count(line) + 1
+        line, tokens = tracker.recall_line(pid)
         if used + tokens > budget:
             sentence = _best_sentence(passage, weights, tracker.stats)
             line = f"[{passage.role}] … {sentence} …"

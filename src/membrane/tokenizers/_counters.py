@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import string
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
@@ -142,6 +144,33 @@ class MemoizedCounter:
                 return sum([memo[p] if p in memo else self._count_piece(p) for p in pieces])
         return self._count_uncut(text)
 
+    def count_lines(self, lines: Sequence[tuple[str, str]]) -> int:
+        """Tokens of the text made of each ``(line, breaks)`` pair in turn.
+
+        ``breaks`` is the run of line breaks after the line ("" for the last). When every
+        line after a break opens with a character other than white space or "/", tiktoken
+        starts a new piece there (see TiktokenAdapter), so the text's count is each line's
+        (memoised) count plus what its breaks add, found from its final punctuation alone.
+        Otherwise the joined text is counted.
+        """
+        exact = self._by_lines and all(
+            _opens_piece(following) for (_, breaks), (following, _) in itertools.pairwise(lines)
+        )
+        if not exact:
+            return self.count("".join(line + breaks for line, breaks in lines))
+        return sum(self.count(line) + self._breaks_after(line, breaks) for line, breaks in lines)
+
+    def _breaks_after(self, line: str, breaks: str) -> int:
+        """How many tokens ``breaks`` adds after ``line``."""
+        if not breaks:
+            return 0
+        if line[-1:] in _ASCII_ALNUM:
+            return self.count(breaks)
+        last = _final_punctuation(line)
+        if last is not None:
+            return self.count(last + breaks) - self.count(last)
+        return self.count(line + breaks) - self.count(line)
+
     def _count_piece(self, piece: str) -> int:
         """Like :meth:`count` for a piece that has no cut left in it."""
         n = self._memo.get(piece)
@@ -153,6 +182,8 @@ class MemoizedCounter:
     def _count_uncut(self, text: str) -> int:
         # "line.\n" from the count of "line." (usually memoised): only the last piece differs.
         line = text.rstrip("\n")
+        if line != text and line[-1:] in _ASCII_ALNUM:  # "line\n" as "line" and "\n"
+            return self.count(line) + self.count(text[len(line) :])
         last = _final_punctuation(line) if line != text else None
         if last is not None:
             return self.count(line) - self.count(last) + self.count(last + text[len(line) :])
@@ -173,6 +204,11 @@ class MemoizedCounter:
 
     def __repr__(self) -> str:
         return f"MemoizedCounter({self.inner!r})"
+
+
+def _opens_piece(text: str) -> bool:
+    """True when a piece starts at ``text`` after a line break (see TiktokenAdapter)."""
+    return bool(text) and not text[0].isspace() and text[0] != "/"
 
 
 def _leading_word(text: str) -> str | None:
