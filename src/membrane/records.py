@@ -29,6 +29,7 @@ __all__ = [
     "MemoryKind",
     "ProceduralMemory",
     "SemanticMemory",
+    "kind_and_body",
     "load_kernel_memory_json_schema",
     "memory_body",
     "memory_id",
@@ -229,6 +230,13 @@ def memory_body(memory: object, caps: Mapping[str, int | None] | None = None) ->
 
     ``caps`` are the per-kind caps of :func:`text_caps` (read from the environment when None).
     """
+    return kind_and_body(memory, caps)[1:]
+
+
+def kind_and_body(
+    memory: object, caps: Mapping[str, int | None] | None = None
+) -> tuple[MemoryKind, str, bool]:
+    """:func:`memory_kind` and :func:`memory_body` of ``memory`` in one pass."""
     kind = memory_kind(memory)
     content = getattr(memory, "content", None)
     if not isinstance(content, str):
@@ -241,8 +249,8 @@ def memory_body(memory: object, caps: Mapping[str, int | None] | None = None) ->
     if type(note_kind) is str and type(confidence) is float and confidence > 0.0:
         # MemoryItem's own field types: safe as a memo key (0.0 and -0.0, equal keys that
         # print differently, are left out).
-        return _memoised_body(kind, content, note_kind, confidence, cap)
-    return _body(kind, content, note_kind, confidence, cap)
+        return (kind, *_memoised_body(kind, content, note_kind, confidence, cap))
+    return (kind, *_body(kind, content, note_kind, confidence, cap))
 
 
 def _body(

@@ -198,15 +198,24 @@ class Offer:
     memories_truncated: int = 0
     # Segments whose [Mem:N] may appear in the output (after compression, the originals).
     citable: list[MemorySegment] = field(default_factory=list)
+    # Read many times per compile: built once (segments and extras are not changed later).
+    _texts: list[str] = field(init=False, repr=False)
+    _lines: list[str] = field(init=False, repr=False)
+    _tiers: list[int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._texts = [s.content for s in self.segments] + [t for t, _ in self.extras]
+        self._lines = [s.line for s in self.segments] + [t for t, _ in self.extras]
+        self._tiers = [s.tier for s in self.segments] + [tier for _, tier in self.extras]
 
     def texts(self) -> list[str]:
-        return [s.content for s in self.segments] + [t for t, _ in self.extras]
+        return self._texts
 
     def lines(self) -> list[str]:
-        return [s.line for s in self.segments] + [t for t, _ in self.extras]
+        return self._lines
 
     def tiers(self) -> list[int]:
-        return [s.tier for s in self.segments] + [tier for _, tier in self.extras]
+        return self._tiers
 
 
 @dataclass
@@ -314,8 +323,16 @@ def fit_offer(
     """
     lines = offer.lines()
     full = [count(line) for line in lines]
+    tiers = offer.tiers()
+    fits = sum(full) + len(lines) <= room
+    if fits and tiers.count(TIER_PROCEDURAL) <= MAX_PROCEDURAL_KEPT:
+        # Everything goes in whole: no sizes to weigh, only the tier order to keep.
+        tail = Tail(end_text)
+        tail.sources = sorted(range(len(lines)), key=lambda i: (tiers[i], i))
+        tail.lines = [lines[i] for i in tail.sources]
+        return tail, ["full"] * len(lines)
     thin: list[str | None] = [None] * len(lines)
-    if sum(full) + len(lines) > room:
+    if not fits:
         thin = thinned()
     items = [
         MiddleItem(

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from membrane.interrupt import INTERRUPT_INSTRUCTION
-from membrane.records import memory_body, memory_id, memory_kind, text_caps
+from membrane.records import kind_and_body, memory_id, text_caps
 
 __all__ = [
     "CURRENT_MESSAGE_HEADER",
@@ -60,19 +60,11 @@ def render_memories(
     out = []
     for position, (memory, tier) in enumerate(memories):
         number = start_number + position
-        body, truncated = memory_body(memory, caps)
-        out.append(
-            MemorySegment(
-                number=number,
-                ref_id=memory_id(memory),
-                kind=memory_kind(memory),
-                tier=tier,
-                line=f"{mem_tag(number)} {body}",
-                content=str(getattr(memory, "content", "")),
-                truncated=truncated,
-                position=position,
-            )
-        )
+        kind, body, truncated = kind_and_body(memory, caps)
+        line = f"{mem_tag(number)} {body}"
+        content = str(getattr(memory, "content", ""))
+        ref_id = memory_id(memory)
+        out.append(MemorySegment(number, ref_id, kind, tier, line, content, truncated, position))
     return out
 
 

@@ -37,6 +37,8 @@ _ASCII_WORD_BYTES = bytes(
     for c in range(256)
 )
 
+_MARKS = "_'-"
+
 STOPWORDS = frozenset(
     [
         "a",
@@ -188,9 +190,17 @@ STOPWORDS = frozenset(
 )
 
 
-def _ascii_pieces(text: str) -> list[str]:
-    """An ASCII text lower-cased and split at every character that cannot be in a word."""
-    return text.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii").split()
+# A word-joining mark with a blank (or the text's edge) on one side opens or ends a piece.
+_EDGE_MARKS = (" '", "' ", " -", "- ", " _", "_ ")
+
+
+def _ascii_words(text: str) -> list[str]:
+    """An ASCII text's words, lower-cased, with their outer _ ' - stripped ("" may remain)."""
+    spaced = text.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii")
+    pieces = spaced.split()
+    if any(mark in spaced for mark in _EDGE_MARKS) or spaced[:1] in _MARKS or spaced[-1:] in _MARKS:
+        return [w.strip(_MARKS) for w in pieces]
+    return pieces  # no piece starts or ends with a mark: nothing to strip
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -199,10 +209,7 @@ def content_words(text: str) -> tuple[str, ...]:
 
     Memoised: the same sentences and messages are read again on every turn.
     """
-    if text.isascii():
-        words = [w.strip("_'-") for w in _ascii_pieces(text)]
-    else:
-        words = [w.lower() for w in _WORD.findall(text)]
+    words = _ascii_words(text) if text.isascii() else [w.lower() for w in _WORD.findall(text)]
     return tuple([w for w in words if w and w not in STOPWORDS])
 
 
@@ -215,7 +222,7 @@ def content_word_set(text: str) -> frozenset[str]:
     """
     if not text.isascii():
         return frozenset(content_words(text))
-    words = {w.strip("_'-") for w in set(_ascii_pieces(text))}
+    words = set(_ascii_words(text))
     words -= STOPWORDS
     words.discard("")
     return frozenset(words)
@@ -258,7 +265,7 @@ class TermStats:
 
     def add_words(self, words: Iterable[str]) -> None:
         """Count one more document given as its content words."""
-        self._df.update(set(words))
+        self._df.update(words if isinstance(words, (set, frozenset)) else set(words))
         self.documents += 1
 
     def df(self, word: str) -> int:
