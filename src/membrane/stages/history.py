@@ -28,6 +28,7 @@ from membrane.text.relevance import (
     content_words,
     marked_words,
     query_weights,
+    rank_fusion,
 )
 from membrane.text.sentences import (
     is_question,
@@ -454,8 +455,8 @@ class HistoryTracker:
     # word -> (message, best sentence weight among its passages) for each message holding it
     message_postings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     stats: TermStats = field(default_factory=TermStats)
-    # pid -> a recalled passage's line and its tokens (a line after its newline)
-    _recall_lines: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # pid -> the passage recalled whole
+    _recalled: dict[int, RecalledPassage] = field(default_factory=dict)
     _last_scores: tuple[tuple[str, int, int], dict[int, float]] | None = None
 
     @property
@@ -545,13 +546,15 @@ class HistoryTracker:
             else:
                 by_message.append((message, weight))
 
-    def recall_line(self, pid: int) -> tuple[str, int]:
-        """Passage ``pid`` as a recalled line, and its tokens with the line break after it."""
-        known = self._recall_lines.get(pid)
+    def recalled(self, pid: int) -> RecalledPassage:
+        """Passage ``pid`` recalled whole (its tokens count the line break after it)."""
+        known = self._recalled.get(pid)
         if known is None:
             passage = self.passages[pid]
             line = f"[{passage.role}] {passage.text}"
-            known = self._recall_lines[pid] = (line, self.count(line) + 1)
+            known = self._recalled[pid] = RecalledPassage(
+                pid, passage.role, line, self.count(line) + 1
+            )
         return known
 
     def score_passages(self, query: str) -> dict[int, float]:
@@ -660,8 +663,6 @@ def select_passages(
     Passages rank by shared rare words with ``query``, then recency. ``extra_ranking`` (pids,
     best first, e.g. from an embedder) is fused in as a second vote.
     """
-    from membrane.text.relevance import rank_fusion
-
     budget = min(room, limit)
     scores = tracker.score_passages(query)
     if not scores or budget <= 0:
@@ -683,16 +684,16 @@ def select_passages(
     for pid in ranked[:_MAX_RECALL_CANDIDATES]:
         if budget - used < _MIN_USEFUL_PASSAGE_TOKENS or len(chosen) == max_passages:
             break
-        passage = tracker.passages[pid]
-        line, tokens = tracker.recall_line(pid)
-        if used + tokens > budget:
+        recalled = tracker.recalled(pid)
+        if used + recalled.tokens > budget:
+            passage = tracker.passages[pid]
             sentence = _best_sentence(passage, weights, tracker.stats)
             line = f"[{passage.role}] … {sentence} …"
-            tokens = count(line) + 1
-            if used + tokens > budget:
+            recalled = RecalledPassage(pid, passage.role, line, count(line) + 1)
+            if used + recalled.tokens > budget:
                 continue
-        chosen.append(RecalledPassage(pid, passage.role, line, tokens))
-        used += tokens
+        chosen.append(recalled)
+        used += recalled.tokens
     # Oldest first reads like the conversation did.
     chosen.sort(key=lambda r: r.pid)
     return chosen
