@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 import string
@@ -120,6 +119,7 @@ class MemoizedCounter:
     def __init__(self, inner: TokenCounter, max_entries: int = 50_000) -> None:
         self.inner = inner
         self._memo: dict[str, int] = {}
+        self._line_memo: dict[tuple[str, str], int] = {}  # (line, breaks after it) -> tokens
         self._max_entries = max_entries
         self._by_lines = bool(getattr(inner, "splits_at_line_starts", False))
 
@@ -149,16 +149,30 @@ class MemoizedCounter:
 
         ``breaks`` is the run of line breaks after the line ("" for the last). When every
         line after a break opens with a character other than white space or "/", tiktoken
-        starts a new piece there (see TiktokenAdapter), so the text's count is each line's
-        (memoised) count plus what its breaks add, found from its final punctuation alone.
-        Otherwise the joined text is counted.
+        starts a new piece there (see TiktokenAdapter), so the text's count is the sum of
+        each line's count with its breaks: the line's (memoised) count plus what the breaks
+        add, found from its final punctuation alone, and memoised per pair. Otherwise the
+        joined text is counted.
         """
-        exact = self._by_lines and all(
-            _opens_piece(following) for (_, breaks), (following, _) in itertools.pairwise(lines)
-        )
-        if not exact:
-            return self.count("".join(line + breaks for line, breaks in lines))
-        return sum(self.count(line) + self._breaks_after(line, breaks) for line, breaks in lines)
+        memo = self._line_memo
+        total = 0
+        last = len(lines) - 1
+        for i, pair in enumerate(lines):
+            line, breaks = pair
+            first = line[:1]
+            cut_before = i == 0 or (first and not first.isspace() and first != "/")
+            if not self._by_lines or not cut_before or (i < last and not breaks):
+                return self.count("".join(line + breaks for line, breaks in lines))
+            n = memo.get(pair)
+            if n is None:
+                if breaks.strip("\n"):  # not a run of line breaks: no cut to rely on
+                    return self.count("".join(line + breaks for line, breaks in lines))
+                n = self.count(line) + self._breaks_after(line, breaks)
+                if len(memo) >= self._max_entries:
+                    memo.clear()
+                memo[pair] = n
+            total += n
+        return total
 
     def _breaks_after(self, line: str, breaks: str) -> int:
         """How many tokens ``breaks`` adds after ``line``."""
@@ -204,11 +218,6 @@ class MemoizedCounter:
 
     def __repr__(self) -> str:
         return f"MemoizedCounter({self.inner!r})"
-
-
-def _opens_piece(text: str) -> bool:
-    """True when a piece starts at ``text`` after a line break (see TiktokenAdapter)."""
-    return bool(text) and not text[0].isspace() and text[0] != "/"
 
 
 def _leading_word(text: str) -> str | None:
