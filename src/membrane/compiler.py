@@ -20,7 +20,7 @@ from membrane import config
 from membrane.capabilities import get_context_cap_for_model, get_token_scale
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, validate_messages
-from membrane.records import MEMORY_KINDS, TIER_PROCEDURAL, memory_tier, text_caps
+from membrane.records import MEMORY_KINDS, TIER_PROCEDURAL, MemoryItem, memory_tier, text_caps
 from membrane.stages.firewall import (
     MAX_PROCEDURAL_KEPT,
     PIN_MIN_SCORE,
@@ -941,6 +941,8 @@ def _memory_pairs(
         )
     items = list(memories)
     for i, memory in enumerate(items):
+        if type(memory) is MemoryItem:
+            continue  # a MemoryItem checks its own fields when it is made
         where = f"memories[{i}]"
         if not hasattr(memory, "id") or not (
             hasattr(memory, "memory_kind") or hasattr(memory, "memory_type")

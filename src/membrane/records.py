@@ -187,6 +187,8 @@ def memory_id(memory: object) -> str:
 
 def memory_kind(memory: object) -> MemoryKind:
     """The kind of a memory (``semantic`` when the record names something else)."""
+    if type(memory) is MemoryItem:
+        return memory.memory_type  # checked when the item was made
     kind = getattr(memory, "memory_kind", None)
     if kind is None:
         kind = getattr(memory, "memory_type", None)
@@ -201,6 +203,8 @@ def memory_kind(memory: object) -> MemoryKind:
 
 def memory_tier(memory: object) -> int:
     """The tier of a memory: its ``priority`` if it has one, else its kind's tier."""
+    if type(memory) is MemoryItem and type(memory.priority) is int:
+        return memory.priority  # checked when the item was made
     priority = getattr(memory, "priority", None)
     if isinstance(priority, int) and priority in (TIER_PROCEDURAL, TIER_SEMANTIC, TIER_EPISODIC):
         return priority
