@@ -149,6 +149,7 @@ def _conversation_times(
 ) -> list[int]:
     """Per-turn build time of one strategy, one instance reused, from message ``start`` on."""
     strategy = make_strategy(name)
+    strategy.timing_only = True
     strategy.start(scenario)
     history: list[dict[str, Any]] = []
     times: list[int] = []
