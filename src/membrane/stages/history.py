@@ -315,7 +315,10 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
 
 
 def _has_digit(word: str) -> bool:
-    return any(c.isdigit() for c in word)
+    return _DIGIT.search(word) is not None
+
+
+_DIGIT = re.compile(r"\d")
 
 
 # Digits read as 0 and letters as a: dates, counters and IDs written to one pattern (the
@@ -516,8 +519,13 @@ class HistoryTracker:
             if not text.strip():
                 continue
             label = _role_label(m, names)
+            best: dict[str, float] = {}  # each word's best sentence weight in this message
             for p in _passages_of(unit, start + offset, label, text, self.count):
-                self._add_passage(p)
+                for w, weight in self._add_passage(p).items():
+                    if best.get(w, 0.0) < weight:
+                        best[w] = weight
+            for w, weight in best.items():
+                self.message_postings.setdefault(w, []).append((start + offset, weight))
             if _is_call_stub(m):
                 continue
             frame = index_digest(text, self.stats, self.count, self.keyframe_tokens)
@@ -525,7 +533,8 @@ class HistoryTracker:
                 line = f"- {label}: {frame}"
                 self.lines.append(IndexLine(unit, line, self.count(line)))
 
-    def _add_passage(self, passage: Passage) -> None:
+    def _add_passage(self, passage: Passage) -> dict[str, float]:
+        """Add ``passage`` to the postings; returns each of its words' sentence weight."""
         pid = len(self.passages)
         self.passages.append(passage)
         weights: dict[str, float] = {}
@@ -534,17 +543,11 @@ class HistoryTracker:
                 continue  # a question asks for the answer; it does not hold it
             weight = _QUESTION_WEIGHT if is_question(sentence) else 1.0
             for w in content_words(sentence):
-                weights[w] = max(weights.get(w, 0.0), weight)
-        message = passage.message
+                if weights.get(w, 0.0) < weight:
+                    weights[w] = weight
         for w, weight in weights.items():
             self.postings.setdefault(w, []).append((pid, weight))
-            # A message's passages are added one after another: its entry is the last one.
-            by_message = self.message_postings.setdefault(w, [])
-            if by_message and by_message[-1][0] == message:
-                if weight > by_message[-1][1]:
-                    by_message[-1] = (message, weight)
-            else:
-                by_message.append((message, weight))
+        return weights
 
     def recalled(self, pid: int) -> RecalledPassage:
         """Passage ``pid`` recalled whole (its tokens count the line break after it)."""
