@@ -389,14 +389,20 @@ def test_json_members_are_indexed_without_quotes_and_stand_on_their_own() -> Non
 
 
 @given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12, unique=True))
-def test_distinct_density_is_the_plain_density_when_nothing_repeats(words: list[str]) -> None:
-    from membrane.stages.history import _distinct_density
+def test_densities_discount_only_the_words_other_sentences_repeat(words: list[str]) -> None:
+    from membrane.stages.history import _densities
     from membrane.text.keyframes import sentence_density
     from membrane.text.relevance import TermStats
 
-    sentences = [f"{word.capitalize()} here." for word in words]
-    stats = TermStats([" ".join(words), "here and there"])
-    assert _distinct_density(sentences, stats) == [sentence_density(s, stats) for s in sentences]
+    sentences = [f"{word.capitalize()} by the lantern, {word}." for word in words]
+    stats = TermStats([" ".join(words), "a lantern"])
+    plain, distinct = _densities(sentences, stats)
+    assert plain == [sentence_density(s, stats) for s in sentences]
+    # "lantern" is in every sentence, so only it is discounted: lower unless it is alone.
+    if len(words) == 1:
+        assert distinct == plain
+    else:
+        assert all(d < p for d, p in zip(distinct, plain, strict=True))
 
 
 def test_a_dropped_question_is_never_recalled_as_if_it_held_the_answer() -> None:

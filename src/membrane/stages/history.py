@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from membrane.messages import group_units, message_text
-from membrane.text.keyframes import sentence_density
 from membrane.text.relevance import (
     TermStats,
     content_word_set,
@@ -276,9 +275,9 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
         # A writer who uses capitals marks names with them: no rare code or name, no fact.
         return ""
     sizes = [count(sentence) for sentence in sentences]
-    distinct = _distinct_density(sentences, stats)
-    for i, sentence in enumerate(sentences):
-        if specifics[i] and distinct[i] < _LAYOUT_SHARE * sentence_density(sentence, stats):
+    plain, distinct = _densities(sentences, stats)
+    for i in range(len(sentences)):
+        if specifics[i] and distinct[i] < _LAYOUT_SHARE * plain[i]:
             specifics[i] = frozenset()  # mostly the message's repeated layout
     density = [
         -1.0
@@ -329,24 +328,31 @@ _SHAPE = str.maketrans(
 
 
 def _shape(word: str) -> str:
-    return word.translate(_SHAPE) if _has_digit(word) else word
+    if word.isalpha() or not _has_digit(word):
+        return word
+    return word.translate(_SHAPE)
 
 
-def _distinct_density(sentences: Sequence[str], stats: TermStats) -> list[float]:
-    """Each sentence's density, a word's rarity divided by how many sentences here use it.
-
-    In a message that repeats no word this is :func:`sentence_density`.
-    """
-    words = [content_words(sentence) for sentence in sentences]
+def _densities(sentences: Sequence[str], stats: TermStats) -> tuple[list[float], list[float]]:
+    """Each sentence's :func:`sentence_density`, and the same with each word's rarity divided
+    by how many sentences of the message use it (the two agree when no word repeats)."""
+    words = [set(content_words(sentence)) for sentence in sentences]
+    shapes = [{w: _shape(w) for w in sentence_words} for sentence_words in words]
     spread: dict[str, int] = {}
-    for sentence_words in words:
-        for shape in {_shape(w) for w in sentence_words}:
+    for shaped in shapes:
+        for shape in set(shaped.values()):
             spread[shape] = spread.get(shape, 0) + 1
-    out = []
-    for sentence_words in words:
-        rarity = math.fsum(stats.idf(w) / spread[_shape(w)] for w in set(sentence_words))
-        out.append(rarity / math.sqrt(len(sentence_words)) if sentence_words else 0.0)
-    return out
+    plain, distinct = [], []
+    for sentence, shaped in zip(sentences, shapes, strict=True):
+        if not shaped:
+            plain.append(0.0)
+            distinct.append(0.0)
+            continue
+        root = math.sqrt(len(content_words(sentence)))
+        rarity = {w: stats.idf(w) for w in shaped}
+        plain.append(math.fsum(rarity.values()) / root)
+        distinct.append(math.fsum(r / spread[shaped[w]] for w, r in rarity.items()) / root)
+    return plain, distinct
 
 
 def _keyframes(density: list[float], specifics: list[frozenset[str]], total: int) -> set[int]:
@@ -453,10 +459,8 @@ class HistoryTracker:
     events: list[CutEvent] = field(default_factory=list)
     lines: list[IndexLine] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
-    # word -> (pid, sentence weight) of each passage holding it, in pid order
-    postings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    # word -> (message, best sentence weight among its passages) for each message holding it
-    message_postings: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    # word -> (pid, message, sentence weight) of each passage holding it, in pid order
+    postings: dict[str, list[tuple[int, int, float]]] = field(default_factory=dict)
     stats: TermStats = field(default_factory=TermStats)
     # pid -> the passage recalled whole
     _recalled: dict[int, RecalledPassage] = field(default_factory=dict)
@@ -519,13 +523,8 @@ class HistoryTracker:
             if not text.strip():
                 continue
             label = _role_label(m, names)
-            best: dict[str, float] = {}  # each word's best sentence weight in this message
             for p in _passages_of(unit, start + offset, label, text, self.count):
-                for w, weight in self._add_passage(p).items():
-                    if best.get(w, 0.0) < weight:
-                        best[w] = weight
-            for w, weight in best.items():
-                self.message_postings.setdefault(w, []).append((start + offset, weight))
+                self._add_passage(p)
             if _is_call_stub(m):
                 continue
             frame = index_digest(text, self.stats, self.count, self.keyframe_tokens)
@@ -533,8 +532,7 @@ class HistoryTracker:
                 line = f"- {label}: {frame}"
                 self.lines.append(IndexLine(unit, line, self.count(line)))
 
-    def _add_passage(self, passage: Passage) -> dict[str, float]:
-        """Add ``passage`` to the postings; returns each of its words' sentence weight."""
+    def _add_passage(self, passage: Passage) -> None:
         pid = len(self.passages)
         self.passages.append(passage)
         weights: dict[str, float] = {}
@@ -545,9 +543,9 @@ class HistoryTracker:
             for w in content_words(sentence):
                 if weights.get(w, 0.0) < weight:
                     weights[w] = weight
+        message = passage.message
         for w, weight in weights.items():
-            self.postings.setdefault(w, []).append((pid, weight))
-        return weights
+            self.postings.setdefault(w, []).append((pid, message, weight))
 
     def recalled(self, pid: int) -> RecalledPassage:
         """Passage ``pid`` recalled whole (its tokens count the line break after it)."""
@@ -583,10 +581,18 @@ class HistoryTracker:
             if not posting or len(posting) > _MAX_POSTINGS_SCANNED:
                 continue
             weight = -negated
-            for pid, sentence_weight in posting:
-                own[pid] = own.get(pid, 0.0) + weight * sentence_weight
-            for message, sentence_weight in self.message_postings[w]:
-                context[message] = context.get(message, 0.0) + weight * sentence_weight
+            # A message's passages have consecutive pids, so its entries are adjacent here:
+            # its best gain for this word is complete when the next message starts.
+            current, best = posting[0][1], 0.0
+            for pid, message, sentence_weight in posting:
+                gain = weight * sentence_weight
+                own[pid] = own.get(pid, 0.0) + gain
+                if message != current:
+                    context[current] = context.get(current, 0.0) + best
+                    current, best = message, gain
+                elif gain > best:
+                    best = gain
+            context[current] = context.get(current, 0.0) + best
         passages = self.passages
         scores = {
             pid: score + _MESSAGE_CONTEXT_WEIGHT * context[passages[pid].message]
