@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import inspect
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -42,16 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for module, module_args in steps:
         print(f"\n=== python -m {module} {' '.join(module_args)}", file=sys.stderr)
         t0 = time.perf_counter()
-        saved = sys.argv
-        sys.argv = [module, *module_args]
-        try:
-            entry = importlib.import_module(module).main
-            takes_args = bool(inspect.signature(entry).parameters)
-            code = entry(module_args) if takes_args else entry()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            sys.argv = saved
+        # Each suite in a process of its own, as when it is run alone: timings must not depend
+        # on the caches and heap an earlier suite left behind.
+        code = subprocess.run([sys.executable, "-m", module, *module_args], check=False).returncode
         print(
             f"=== {module} finished in {time.perf_counter() - t0:.0f} s (exit {code})",
             file=sys.stderr,
