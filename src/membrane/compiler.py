@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from membrane import config
-from membrane.capabilities import get_context_cap_for_model, get_token_scale
+from membrane.capabilities import ModelCapabilities, get_model_capabilities, get_token_scale
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, validate_messages
 from membrane.records import MEMORY_KINDS, TIER_PROCEDURAL, MemoryItem, memory_tier, text_caps
@@ -146,6 +146,7 @@ class _Turn:
     conversation: str
     use_caching: bool
     debug: bool
+    capabilities: ModelCapabilities | None
 
     @property
     def count(self) -> Count:
@@ -407,7 +408,9 @@ class ContextCompiler:
             agent_persona_prompt=agent_persona_prompt,
             include_interrupt_instruction=self.include_interrupt_instruction,
         )
-        cap = get_context_cap_for_model(self.model_id) if self.model_id else None
+        # One capability lookup per compile: the context cap here, caching in the metadata.
+        capabilities = get_model_capabilities(self.model_id) if self.model_id else None
+        cap = capabilities.context_cap if capabilities else None
         budget = min(self.max_tokens, cap) if cap else self.max_tokens
         # One state-store read per compile: the scale and how many observations shaped it.
         if self.fixed_token_scale is not None:
@@ -433,6 +436,7 @@ class ContextCompiler:
             conversation=conversation,
             use_caching=use_prompt_caching_split,
             debug=debug,
+            capabilities=capabilities,
         )
 
     def _validate_history(
@@ -719,6 +723,7 @@ class ContextCompiler:
                 prefix_tokens=prefix_tokens,
                 tail_tokens=tail_tokens + overhead,
                 token_scale=turn.scale,
+                capabilities=turn.capabilities,
             )
         )
         trace = {"choices": choice, "sources": list(tail.sources)} if turn.debug else None

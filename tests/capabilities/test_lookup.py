@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 
 from membrane.capabilities import (
     CachePricing,
+    ModelCapabilities,
     get_cache_pricing,
     get_context_cap_for_model,
+    get_model_capabilities,
     get_token_scale,
     has_prompt_caching,
     load_capability_map,
@@ -285,3 +287,17 @@ def test_decorated_ids_resolve_to_their_key(
         model_id += suffix
     model_id = "".join(c.upper() if u else c for c, u in zip(model_id, upper * 4, strict=False))
     assert resolve_model_id(model_id) == key
+
+
+@given(
+    model_id=st.one_of(
+        st.sampled_from(sorted(BUNDLED["context_caps"])),
+        st.sampled_from(["gpt-4o-2024-08-06", "claude-opus-5-5", "llama3.1:8b", "", "  "]),
+    )
+)
+def test_one_lookup_gives_what_the_three_lookups_give(model_id: str) -> None:
+    assert get_model_capabilities(model_id) == ModelCapabilities(
+        get_context_cap_for_model(model_id),
+        has_prompt_caching(model_id),
+        get_cache_pricing(model_id),
+    )

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from membrane.capabilities._lookup import (
     CachePricing,
+    ModelCapabilities,
     get_cache_pricing,
     get_context_cap_for_model,
+    get_model_capabilities,
     get_token_scale,
     has_prompt_caching,
     load_capability_map,
@@ -19,8 +21,10 @@ from membrane.capabilities._lookup import (
 
 __all__ = [
     "CachePricing",
+    "ModelCapabilities",
     "get_cache_pricing",
     "get_context_cap_for_model",
+    "get_model_capabilities",
     "get_token_scale",
     "has_prompt_caching",
     "load_capability_map",

@@ -18,8 +18,10 @@ from membrane.errors import InvalidInputError
 
 __all__ = [
     "CachePricing",
+    "ModelCapabilities",
     "get_cache_pricing",
     "get_context_cap_for_model",
+    "get_model_capabilities",
     "get_token_scale",
     "has_prompt_caching",
     "load_capability_map",
@@ -370,13 +372,52 @@ def resolve_model_id(model_id: str | None) -> str | None:
     return None if match is None else match.key
 
 
+@dataclass(frozen=True, slots=True)
+class ModelCapabilities:
+    """What the capability map says about one model, from a single lookup."""
+
+    context_cap: int | None
+    prompt_caching: bool
+    cache_pricing: CachePricing | None
+
+
+def get_model_capabilities(model_id: str | None) -> ModelCapabilities:
+    """:func:`get_context_cap_for_model`, :func:`has_prompt_caching` and
+    :func:`get_cache_pricing` of ``model_id`` at once (one lookup, for per-request code).
+
+    >>> get_model_capabilities("openai/gpt-4o").context_cap
+    128000
+    """
+    parsed, match = _lookup(model_id)
+    return ModelCapabilities(
+        _context_cap(parsed, match), _caching(parsed, match), _pricing(parsed, match)
+    )
+
+
 def get_context_cap_for_model(model_id: str | None) -> int | None:
     """The model's context window in tokens, or None when it is unknown.
 
     >>> get_context_cap_for_model("anthropic/claude-sonnet-4.5")
     200000
     """
-    parsed, match = _lookup(model_id)
+    return _context_cap(*_lookup(model_id))
+
+
+def has_prompt_caching(model_id: str | None) -> bool:
+    """Whether the model's provider caches prompt prefixes (False for unknown models)."""
+    return _caching(*_lookup(model_id))
+
+
+def get_cache_pricing(model_id: str | None) -> CachePricing | None:
+    """Cache mode, prices and minimum prefix for the model, or None when not known.
+
+    >>> get_cache_pricing("claude-opus-5-5")
+    CachePricing(mode='marked', write=1.25, read=0.05, min_tokens=512)
+    """
+    return _pricing(*_lookup(model_id))
+
+
+def _context_cap(parsed: _ParsedMap, match: _Match | None) -> int | None:
     if match is None:
         return None
     cap = parsed.caps.get(match.key)
@@ -387,19 +428,11 @@ def get_context_cap_for_model(model_id: str | None) -> int | None:
     return cap
 
 
-def has_prompt_caching(model_id: str | None) -> bool:
-    """Whether the model's provider caches prompt prefixes (False for unknown models)."""
-    parsed, match = _lookup(model_id)
+def _caching(parsed: _ParsedMap, match: _Match | None) -> bool:
     return match is not None and parsed.caching.get(match.key, False)
 
 
-def get_cache_pricing(model_id: str | None) -> CachePricing | None:
-    """Cache mode, prices and minimum prefix for the model, or None when not known.
-
-    >>> get_cache_pricing("claude-opus-5-5")
-    CachePricing(mode='marked', write=1.25, read=0.05, min_tokens=512)
-    """
-    parsed, match = _lookup(model_id)
+def _pricing(parsed: _ParsedMap, match: _Match | None) -> CachePricing | None:
     if match is None or not parsed.caching.get(match.key, match.key in parsed.pricing):
         return None
     return parsed.pricing.get(match.key)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from membrane import config
-from membrane.capabilities import get_cache_pricing, has_prompt_caching
+from membrane.capabilities import ModelCapabilities, get_model_capabilities
 from membrane.errors import InvalidInputError
 from membrane.tokenizers import TiktokenAdapter
 
@@ -150,13 +150,15 @@ def cache_metadata(
     prefix_tokens: int,
     tail_tokens: int,
     token_scale: float,
+    capabilities: ModelCapabilities | None = None,
 ) -> dict[str, Any]:
     """The caching keys of a compiled end-placement prompt.
 
     Breakpoints mark where a cached prefix ends: after the core (inside the system message when
     an eviction index follows it, hence ``chars``), after the index, after the history. Token
     figures count from the start of the prompt, framing included. ``enabled=False`` switches
-    the caching keys off (``use_prompt_caching_split=False``).
+    the caching keys off (``use_prompt_caching_split=False``). ``capabilities`` are the model's
+    (looked up from ``model_id`` when None).
     """
     if not enabled:
         return {"cache_mode": None, "cache_breakpoints": [], "prompt_cache_used": False}
@@ -172,8 +174,10 @@ def cache_metadata(
         breakpoints.append(
             {"message_index": history_messages, "tokens": prefix_tokens, "reason": "history"}
         )
-    caching = model_id is not None and has_prompt_caching(model_id)
-    pricing = get_cache_pricing(model_id) if caching and model_id is not None else None
+    if capabilities is None and model_id is not None:
+        capabilities = get_model_capabilities(model_id)
+    caching = model_id is not None and capabilities is not None and capabilities.prompt_caching
+    pricing = capabilities.cache_pricing if caching and capabilities is not None else None
     min_tokens = pricing.min_tokens if pricing else DEFAULT_MIN_CACHEABLE_TOKENS
     used = caching and prefix_tokens * token_scale >= min_tokens
     md: dict[str, Any] = {
