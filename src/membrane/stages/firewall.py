@@ -232,7 +232,7 @@ class Tail:
         return "\n".join(self.lines)
 
     def text(self) -> str:
-        return "".join(line + breaks for line, breaks in self.parts())
+        return _joined(self.parts())
 
     def parts(self) -> list[tuple[str, str]]:
         """What :meth:`text` is made of: each line with the line breaks after it."""
@@ -247,6 +247,10 @@ class Tail:
             out.append((block[-1], "\n\n"))
         out.append((self.end_text, ""))
         return out
+
+
+def _joined(parts: Sequence[tuple[str, str]]) -> str:
+    return "".join(line + breaks for line, breaks in parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,15 +376,12 @@ def shed_to_fit(
     while True:
         parts = tail.parts()
         tokens = count_lines(parts)
-        text = "".join(line + breaks for line, breaks in parts)
-        if tokens <= limit:
-            return text, tokens
+        if tokens <= limit or not (tail.passages or tail.lines):
+            return _joined(parts), tokens
         if tail.passages:
             longest = max(range(len(tail.passages)), key=lambda j: tail.passages[j].tokens)
             tail.passages.pop(longest)
-        elif tail.lines:
+        else:
             worst = max(range(len(tail.lines)), key=lambda j: priority[tail.sources[j]])
             tail.lines.pop(worst)
             tail.sources.pop(worst)
-        else:
-            return text, tokens

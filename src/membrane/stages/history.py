@@ -336,19 +336,19 @@ def _shape(word: str) -> str:
 def _densities(sentences: Sequence[str], stats: TermStats) -> tuple[list[float], list[float]]:
     """Each sentence's :func:`sentence_density`, and the same with each word's rarity divided
     by how many sentences of the message use it (the two agree when no word repeats)."""
-    words = [set(content_words(sentence)) for sentence in sentences]
-    shapes = [{w: _shape(w) for w in sentence_words} for sentence_words in words]
+    words = [content_words(sentence) for sentence in sentences]
+    shapes = [{w: _shape(w) for w in set(sentence_words)} for sentence_words in words]
     spread: dict[str, int] = {}
     for shaped in shapes:
         for shape in set(shaped.values()):
             spread[shape] = spread.get(shape, 0) + 1
     plain, distinct = [], []
-    for sentence, shaped in zip(sentences, shapes, strict=True):
+    for sentence_words, shaped in zip(words, shapes, strict=True):
         if not shaped:
             plain.append(0.0)
             distinct.append(0.0)
             continue
-        root = math.sqrt(len(content_words(sentence)))
+        root = math.sqrt(len(sentence_words))
         rarity = {w: stats.idf(w) for w in shaped}
         plain.append(math.fsum(rarity.values()) / root)
         distinct.append(math.fsum(r / spread[shaped[w]] for w, r in rarity.items()) / root)

@@ -162,17 +162,19 @@ class MemoizedCounter:
             first = line[:1]
             cut_before = i == 0 or (first and not first.isspace() and first != "/")
             if not self._by_lines or not cut_before or (i < last and not breaks):
-                return self.count("".join(line + breaks for line, breaks in lines))
+                break
             n = memo.get(pair)
             if n is None:
                 if breaks.strip("\n"):  # not a run of line breaks: no cut to rely on
-                    return self.count("".join(line + breaks for line, breaks in lines))
+                    break
                 n = self.count(line) + self._breaks_after(line, breaks)
                 if len(memo) >= self._max_entries:
                     memo.clear()
                 memo[pair] = n
             total += n
-        return total
+        else:
+            return total
+        return self.count("".join(line + breaks for line, breaks in lines))
 
     def _breaks_after(self, line: str, breaks: str) -> int:
         """How many tokens ``breaks`` adds after ``line``."""
