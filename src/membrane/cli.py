@@ -23,9 +23,9 @@ from membrane.capabilities import get_cache_pricing
 from membrane.compiler import CompileResult, ContextCompiler
 from membrane.errors import InvalidInputError, MembraneError
 from membrane.messages import Message, message_text
+from membrane.prompt_text import CURRENT_MESSAGE_HEADER, LAST_REPLY_HEADER, RECALL_HEADER
 from membrane.records import MemoryItem, MemoryKind
-from membrane.stages.history import RECALL_HEADER
-from membrane.stages.layout import CURRENT_MESSAGE_HEADER, LAST_REPLY_HEADER, ContextLayoutEngine
+from membrane.stages.layout import ContextLayoutEngine
 from membrane.tokenizers import TiktokenAdapter, TokenCounter
 
 __all__ = ["main"]

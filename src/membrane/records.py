@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from membrane import config
 from membrane.errors import InvalidInputError
+from membrane.prompt_text import memory_body as memory_body_text
 
 __all__ = [
     "DEFAULT_TEXT_CAPS",
@@ -265,8 +266,7 @@ def _body(
         conf = float(confidence)
     except (TypeError, ValueError):
         conf = 1.0
-    label = _LABEL_BY_KIND[kind]
-    return f"[{label}] kind={note_kind} | text={text} | conf={conf:.2f}", shortened
+    return memory_body_text(_LABEL_BY_KIND[kind], note_kind, text, conf), shortened
 
 
 # The same memories are offered again on many turns.

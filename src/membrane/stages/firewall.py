@@ -7,14 +7,14 @@ priority order while room lasts, so nothing is dropped while something else is s
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from membrane.errors import InvalidInputError
+from membrane.prompt_text import RECALL_HEADER, THIN_MARK, mem_numbers, thin_memory_line
 from membrane.records import TIER_PROCEDURAL
-from membrane.stages.history import RECALL_HEADER, RecalledPassage
+from membrane.stages.history import RecalledPassage
 from membrane.stages.layout import MemorySegment
 from membrane.text.keyframes import keyframe
 from membrane.text.relevance import Rarity, lexical_scores, rank_fusion
@@ -43,7 +43,6 @@ PIN_LIMIT = 2
 PIN_RELATIVE = 0.6
 PIN_MIN_SCORE = 3.0
 FitChoice = Literal["full", "thin", "drop"]
-_MEM_TAG = re.compile(r"\[Mem:(\d+)\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +162,7 @@ class PreFlightContextFirewall:
             )
             choice[worst] = "drop"
             kept = [segments[i][0] for i in range(len(segments)) if choice[i] != "drop"]
-        present = {int(n) for line in kept for n in _MEM_TAG.findall(line)}
+        present = {n for line in kept for n in mem_numbers(line)}
         kept_refs = {n: ref for n, ref in (ref_map or {}).items() if n in present}
         offered_tokens = sum(item.full_tokens for item in items)
         kept_tokens = sum(items[i].full_tokens for i in range(len(items)) if choice[i] != "drop")
@@ -305,9 +304,9 @@ def thin_lines(
         if frame is None or frame.strip() == " ".join(text.split()):
             out.append(None)
         elif i < len(offer.segments):
-            out.append(f"{line.split(' | text=', 1)[0]} | text={frame}…")
+            out.append(thin_memory_line(line, frame))
         else:
-            out.append(f"{frame}…")
+            out.append(f"{frame}{THIN_MARK}")
     return out
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from membrane import config
 from membrane.capabilities import ModelCapabilities, get_model_capabilities
 from membrane.errors import InvalidInputError
+from membrane.prompt_text import is_dynamic_line
 from membrane.tokenizers import TiktokenAdapter
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ MIN_GLACIATE_CACHE_TOKENS = 256
 DEFAULT_MIN_CACHEABLE_TOKENS = 1024
 """Minimum cacheable prefix assumed for a caching model whose map entry names none."""
 
-_CURRENT_TURN_LINE = "--- Current user message ---"
-
 
 @dataclass(frozen=True, slots=True)
 class GlaciatedPrompt:
@@ -41,11 +40,6 @@ class GlaciatedPrompt:
     prefix_tokens: int
     tail_tokens: int
     use_caching: bool
-
-
-def _is_dynamic(line: str) -> bool:
-    # Memories and the current turn change every request; nothing from them on can be cached.
-    return line.startswith("[Mem:") or line.rstrip("\r\n") == _CURRENT_TURN_LINE
 
 
 def _longest_fit(
@@ -119,7 +113,7 @@ def glaciate(
     count = (counter or TiktokenAdapter("cl100k_base")).count
 
     lines = text.splitlines(keepends=True)
-    stable = next((i for i, line in enumerate(lines) if _is_dynamic(line)), len(lines))
+    stable = next((i for i, line in enumerate(lines) if is_dynamic_line(line)), len(lines))
     # Offsets of line ends, so a candidate prefix is one slice of the text.
     ends = [0]
     for line in lines[:stable]:

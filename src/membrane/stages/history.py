@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from membrane.messages import group_units, message_text
+from membrane.prompt_text import INDEX_HEADER, RECALL_HEADER, index_block
 from membrane.text.relevance import (
     TermStats,
     content_word_set,
@@ -54,14 +55,6 @@ __all__ = [
     "select_passages",
 ]
 
-INDEX_HEADER = (
-    "Older messages of this conversation are no longer shown in full. "
-    "One line per message, oldest first:"
-)
-RECALL_HEADER = (
-    "--- Recalled from earlier in this conversation ---\n"
-    "(passages of older messages that match the current question, quoted as written)"
-)
 # A long message keeps one keyframe for each this many tokens of its length.
 KEYFRAME_SPAN_TOKENS = 400
 # A word in at most this many messages of the conversation marks a sentence worth indexing.
@@ -634,7 +627,7 @@ def render_index(lines: Sequence[IndexLine]) -> str:
     """The eviction-index block, or "" when there are no lines."""
     if not lines:
         return ""
-    return INDEX_HEADER + "\n" + "\n".join(line.text for line in lines)
+    return index_block([line.text for line in lines])
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from membrane.interrupt import INTERRUPT_INSTRUCTION
+from membrane.prompt_text import (
+    CURRENT_MESSAGE_HEADER,
+    LAST_REPLY_HEADER,
+    format_directives,
+    mem_tag,
+)
 from membrane.records import kind_and_body, memory_id, text_caps
 
 __all__ = [
@@ -21,14 +27,6 @@ __all__ = [
     "mem_tag",
     "render_memories",
 ]
-
-CURRENT_MESSAGE_HEADER = "--- Current user message ---"
-LAST_REPLY_HEADER = "--- Your previous reply ---"
-
-
-def mem_tag(number: int) -> str:
-    """The citation tag of memory ``number``."""
-    return f"[Mem:{number}]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,18 +64,6 @@ def render_memories(
         ref_id = memory_id(memory)
         out.append(MemorySegment(number, ref_id, kind, tier, line, content, truncated, position))
     return out
-
-
-def format_directives(directives: str | Sequence[str] | None) -> str:
-    """The ``<ACTIVE_SYSTEM_DIRECTIVES>`` block, or "" when there are none."""
-    if directives is None:
-        return ""
-    items = [directives] if isinstance(directives, str) else list(directives)
-    items = [d.strip() for d in items if d and d.strip()]
-    if not items:
-        return ""
-    body = "\n".join(f"- {d}" for d in items)
-    return f"<ACTIVE_SYSTEM_DIRECTIVES>\n{body}\n</ACTIVE_SYSTEM_DIRECTIVES>"
 
 
 class ContextLayoutEngine:

@@ -7,11 +7,11 @@ Membrane ships no model client; the caller passes a function (or an object imple
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
 from membrane.errors import InvalidInputError
+from membrane.prompt_text import mem_numbers
 
 __all__ = [
     "AsyncCompressor",
@@ -24,7 +24,6 @@ __all__ = [
 
 SyncCompressor = Callable[[str, int, str], str]
 AsyncCompressor = Callable[[str, int, str], Awaitable[str]]
-_MEM_TAG = re.compile(r"\[Mem:(\d+)\]")
 
 
 @runtime_checkable
@@ -53,11 +52,6 @@ def as_preflight_analyst(fn: AsyncCompressor) -> PreFlightAnalyst:
     if not inspect.iscoroutinefunction(fn):
         raise TypeError("as_preflight_analyst needs an async function (raw, target, question)")
     return _FunctionAnalyst(fn)
-
-
-def mem_numbers(text: str) -> set[int]:
-    """The ``[Mem:N]`` numbers cited in ``text``."""
-    return {int(n) for n in _MEM_TAG.findall(text)}
 
 
 def check_compressed(value: object) -> str:
