@@ -43,8 +43,8 @@ def test_ranker_orders_by_similarity_and_embeds_each_text_once() -> None:
     calls: list[list[str]] = []
     ranker = SemanticRanker(_toy_embedder(calls))  # type: ignore[arg-type]
     texts = ["The flight and hotel are booked.", "Bring an umbrella, rain later.", "Refund sent."]
-    assert ranker.order("Is a storm in the forecast?", texts) == [1, 0, 2]
-    assert ranker.order("Is a storm in the forecast?", texts) == [1, 0, 2]
+    assert ranker.call().order("Is a storm in the forecast?", texts) == [1, 0, 2]
+    assert ranker.call().order("Is a storm in the forecast?", texts) == [1, 0, 2]
     assert sum(len(c) for c in calls) == 4  # the question and three texts, once each
 
 

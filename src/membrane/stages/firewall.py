@@ -27,9 +27,12 @@ __all__ = [
     "Offer",
     "OfferRanking",
     "PreFlightContextFirewall",
+    "SystemMessage",
     "Tail",
+    "drop_until_fits",
     "fit_middle",
     "fit_offer",
+    "fit_system_message",
     "rank_offer",
     "shed_to_fit",
     "thin_lines",
@@ -149,19 +152,19 @@ class PreFlightContextFirewall:
         ]
         fixed = count_fn(core_text) + count_fn(end_text) + 2
         choice = fit_middle(items, self.max_tokens - fixed, thin_before_drop=False)
-        kept = [segments[i][0] for i in range(len(segments)) if choice[i] != "drop"]
-        while True:
-            text = _join(core_text, kept, end_text)
-            total = count_fn(text)
-            if total <= self.max_tokens or not kept:
-                break
-            # Joining can merge tokens across boundaries; drop the lowest-priority survivor.
-            worst = max(
-                (i for i in range(len(segments)) if choice[i] != "drop"),
-                key=lambda i: (items[i].tier, items[i].rank),
-            )
-            choice[worst] = "drop"
-            kept = [segments[i][0] for i in range(len(segments)) if choice[i] != "drop"]
+        survivors = [i for i in range(len(segments)) if choice[i] != "drop"]
+        # Joining can merge tokens across boundaries; drop the lowest-priority survivor.
+        text, total, survivors = drop_until_fits(
+            survivors,
+            lambda ids: _join(core_text, [segments[i][0] for i in ids], end_text),
+            count_fn,
+            self.max_tokens,
+            lambda i: (items[i].tier, items[i].rank),
+        )
+        for i in range(len(segments)):
+            if i not in survivors:
+                choice[i] = "drop"
+        kept = [segments[i][0] for i in survivors]
         present = {n for line in kept for n in mem_numbers(line)}
         kept_refs = {n: ref for n, ref in (ref_map or {}).items() if n in present}
         offered_tokens = sum(item.full_tokens for item in items)
@@ -175,6 +178,67 @@ class PreFlightContextFirewall:
             "budget_exceeded": total > self.max_tokens,
         }
         return text, kept_refs, total, stats
+
+
+def drop_until_fits(
+    kept: list[int],
+    render: Callable[[list[int]], str],
+    count: Callable[[str], int],
+    limit: int,
+    worst: Callable[[int], tuple[int, int]],
+) -> tuple[str, int, list[int]]:
+    """Render ``kept`` and drop its ``worst`` item until the text counts at most ``limit``.
+
+    Returns the text, its count and the survivors (the text of none when nothing fits).
+    """
+    kept = list(kept)
+    while True:
+        text = render(kept)
+        total = count(text)
+        if total <= limit or not kept:
+            return text, total, kept
+        kept.remove(max(kept, key=worst))
+
+
+@dataclass(frozen=True, slots=True)
+class SystemMessage:
+    """Single-system-message placement: the text, its count, what was kept and offered."""
+
+    text: str
+    tokens: int
+    middle: str
+    kept: list[int]
+    full_tokens: list[int]
+    choice: list[FitChoice]
+
+
+def fit_system_message(
+    offer: Offer, core: str, end_text: str, count: Callable[[str], int], limit: int
+) -> SystemMessage:
+    """Core, the memories that fit (by tier, then input order) and the end, in one message.
+
+    ``limit`` bounds the whole text's count; nothing is thinned in this placement.
+    """
+    lines = offer.lines()
+    full = [count(line) for line in lines]
+    items = [MiddleItem(tier, i, full[i]) for i, tier in enumerate(offer.tiers())]
+    room = limit - count(core) - count(end_text) - 4
+    choice = fit_middle(items, room, thin_before_drop=False)
+    ordered = sorted(range(len(lines)), key=lambda i: (items[i].tier, i))
+
+    def render(ids: list[int]) -> str:
+        middle = "\n".join(lines[i] for i in ids)
+        return "\n\n".join(p for p in (core, middle, end_text) if p)
+
+    text, tokens, kept = drop_until_fits(
+        [i for i in ordered if choice[i] != "drop"],
+        render,
+        count,
+        limit,
+        lambda i: (items[i].tier, i),
+    )
+    middle = "\n".join(lines[i] for i in kept)
+    return SystemMessage(text, tokens, middle, kept, full, choice)
 
 
 def _join(core: str, middle: Sequence[str], end: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-__all__ = ["Embedder", "SemanticRanker", "cosine"]
+__all__ = ["Embedder", "SemanticCall", "SemanticRanker", "cosine"]
 
 Embedder = Callable[[list[str]], Sequence[Sequence[float]]]
 
@@ -23,45 +23,54 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 class SemanticRanker:
     """Ranks texts by similarity to a query with the caller's embedder.
 
-    Each text is embedded once per ranker. If the embedder raises (or returns the wrong number
-    of vectors), :attr:`error` records why and rankings return None until :meth:`reset`, so
-    that compile falls back to word matching.
+    The ranker lives as long as its compiler and holds only content-keyed vectors: each text is
+    embedded once. What one compile learns (whether a ranking was made, why the embedder
+    failed) lives on the :class:`SemanticCall` that :meth:`call` returns.
     """
 
     def __init__(self, embedder: Embedder) -> None:
         self._embedder = embedder
         self._cache: dict[str, tuple[float, ...]] = {}
-        self.error: str | None = None
-        self.used = False
 
-    def reset(self) -> None:
-        """Start a new compile: forget the last error and whether a ranking was made."""
-        self.error = None
+    def call(self) -> SemanticCall:
+        """A ranking session for one compile."""
+        return SemanticCall(self)
+
+    def vectors(self, texts: list[str]) -> list[tuple[float, ...]]:
+        """One vector per text; the embedder's own errors propagate."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            vectors = self._embedder(missing)
+            if len(vectors) != len(missing):
+                raise ValueError(
+                    f"embedder returned {len(vectors)} vectors for {len(missing)} texts"
+                )
+            for text, vec in zip(missing, vectors, strict=True):
+                self._cache[text] = tuple(float(x) for x in vec)
+        return [self._cache[t] for t in texts]
+
+
+class SemanticCall:
+    """One compile's use of a :class:`SemanticRanker`.
+
+    If the embedder raises (or returns the wrong number of vectors), :attr:`error` records why
+    and later rankings in the same compile return None, so that compile falls back to words.
+    """
+
+    def __init__(self, ranker: SemanticRanker) -> None:
+        self._ranker = ranker
+        self.error: str | None = None
         self.used = False
 
     def order(self, query: str, texts: Sequence[str]) -> list[int] | None:
         """Indices of ``texts``, most similar to ``query`` first (None when unavailable)."""
-        vectors = self._vectors([query, *texts])
-        if vectors is None:
+        if self.error is not None:
+            return None
+        try:
+            vectors = self._ranker.vectors([query, *texts])
+        except Exception as exc:  # the caller's model: any failure falls back to words
+            self.error = f"{type(exc).__name__}: {exc}"
             return None
         sims = [cosine(vectors[0], v) for v in vectors[1:]]
         self.used = True
         return sorted(range(len(texts)), key=lambda i: (-sims[i], i))
-
-    def _vectors(self, texts: list[str]) -> list[tuple[float, ...]] | None:
-        if self.error is not None:
-            return None
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if missing:
-            try:
-                vectors = self._embedder(missing)
-                if len(vectors) != len(missing):
-                    raise ValueError(
-                        f"embedder returned {len(vectors)} vectors for {len(missing)} texts"
-                    )
-                for text, vec in zip(missing, vectors, strict=True):
-                    self._cache[text] = tuple(float(x) for x in vec)
-            except Exception as exc:  # the caller's model: any failure falls back to words
-                self.error = f"{type(exc).__name__}: {exc}"
-                return None
-        return [self._cache[t] for t in texts]

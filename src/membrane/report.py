@@ -1,0 +1,132 @@
+"""The typed evidence of one compile, and the ``metadata`` dict rendered from it.
+
+Internal code reads :class:`CompileReport` fields; :meth:`CompileReport.metadata` renders the
+public ``metadata`` dict (its keys and their order are the documented contract), and this is
+the only module that spells those keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["CompileMetrics", "CompileReport", "Region", "RegionName"]
+
+RegionName = Literal["core", "index", "history", "memories", "recall", "current"]
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Where one region of the prompt sits: ``messages[message_index]``'s ``[start:end]``."""
+
+    region: RegionName
+    message_index: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompileMetrics:
+    """Sizes from one compile, for a metrics callback (never any prompt text)."""
+
+    model_id: str | None
+    token_count: int
+    tokens_budget: int
+    tokens_trimmed: int
+    segments_offered: int
+    segments_kept: int
+    history_messages_dropped: int
+    cacheable_prefix_tokens: int
+    dynamic_tail_tokens: int
+    budget_exceeded: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CompileReport:
+    """Every number that explains one compile's trims, budget and caching."""
+
+    model_id: str | None
+    placement: Literal["end", "system"]
+    token_count: int
+    tokens_budget: int
+    message_framing_tokens: int
+    tokens_trimmed: int
+    segments_offered: int
+    segments_kept: int
+    segments_thinned: int
+    memories_truncated: int
+    stable_prefix_messages: int
+    token_scale: float
+    token_scale_samples: int
+    tokens_budget_counted: int
+    budget_exceeded: bool
+    history_messages_dropped: int = 0
+    history_messages_recalled: int = 0
+    history_index_lines: int = 0
+    history_index_tokens: int = 0
+    history_turn_local_drop: int = 0
+    core_chars: int | None = None
+    semantic_ranking: bool = False
+    semantic_ranking_error: str | None = None
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def metadata(self) -> dict[str, Any]:
+        """The public ``metadata`` dict, keys in their documented order."""
+        md: dict[str, Any] = {
+            "model_id": self.model_id,
+            "memory_placement": self.placement,
+            "token_count": self.token_count,
+            "tokens_budget": self.tokens_budget,
+            "message_framing_tokens": self.message_framing_tokens,
+            "tokens_trimmed": self.tokens_trimmed,
+            "segments_offered": self.segments_offered,
+            "segments_kept": self.segments_kept,
+            "segments_thinned": self.segments_thinned,
+            "memories_truncated": self.memories_truncated,
+        }
+        if self.placement == "end":
+            md["stable_prefix_messages"] = self.stable_prefix_messages
+            md["history_messages_dropped"] = self.history_messages_dropped
+            md["history_messages_recalled"] = self.history_messages_recalled
+            md["history_index_lines"] = self.history_index_lines
+            md["history_index_tokens"] = self.history_index_tokens
+        md["retrieval_summary"] = {
+            "offered": self.segments_offered,
+            "kept_full": self.segments_kept - self.segments_thinned,
+            "thinned": self.segments_thinned,
+            "dropped": self.segments_offered - self.segments_kept,
+        }
+        if self.placement == "system":
+            md["stable_prefix_messages"] = self.stable_prefix_messages
+            md.update(self.cache)
+        if self.history_turn_local_drop:
+            md["history_turn_local_drop"] = self.history_turn_local_drop
+        if self.core_chars is not None:
+            md["core_chars"] = self.core_chars
+        md["token_scale"] = self.token_scale
+        md["token_scale_samples"] = self.token_scale_samples
+        if self.token_scale != 1.0:
+            md["tokens_budget_counted"] = self.tokens_budget_counted
+        md["budget_exceeded"] = self.budget_exceeded
+        if self.semantic_ranking_error is not None:
+            md["semantic_ranking_error"] = self.semantic_ranking_error
+        elif self.semantic_ranking:
+            md["semantic_ranking"] = True
+        if self.placement == "end":
+            md.update(self.cache)
+        return md
+
+    def metrics(self) -> CompileMetrics:
+        """The sizes a metrics callback receives."""
+        return CompileMetrics(
+            model_id=self.model_id,
+            token_count=self.token_count,
+            tokens_budget=self.tokens_budget,
+            tokens_trimmed=self.tokens_trimmed,
+            segments_offered=self.segments_offered,
+            segments_kept=self.segments_kept,
+            history_messages_dropped=self.history_messages_dropped,
+            cacheable_prefix_tokens=int(self.cache.get("cacheable_prefix_tokens", 0)),
+            dynamic_tail_tokens=int(self.cache.get("dynamic_tail_tokens", 0)),
+            budget_exceeded=self.budget_exceeded,
+        )

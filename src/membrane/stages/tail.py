@@ -1,0 +1,166 @@
+"""The final user message: memories fitted to the room left, passages recalled, exact count.
+
+With end placement the last message holds the memories that fit (whole, thinned to their
+keyframe, or dropped, by tier and rank), the passages of dropped history the question calls
+back, and the end region. This stage chooses them and sheds until the exact count fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from membrane.prompt_text import RECALL_HEADER
+from membrane.records import TIER_PROCEDURAL
+from membrane.stages.firewall import (
+    MAX_PROCEDURAL_KEPT,
+    PIN_MIN_SCORE,
+    FitChoice,
+    Offer,
+    OfferRanking,
+    Tail,
+    fit_offer,
+    rank_offer,
+    shed_to_fit,
+    thin_lines,
+)
+from membrane.stages.history import HistoryTracker, RecalledPassage, select_passages
+from membrane.stages.window import HistoryWindow
+from membrane.text.relevance import CombinedStats, TermStats
+from membrane.text.semantic import SemanticCall
+from membrane.tokenizers import MemoizedCounter
+
+__all__ = ["FittedTail", "TailInput", "TailSettings", "fit_tail"]
+
+
+@dataclass(frozen=True, slots=True)
+class TailSettings:
+    """The compiler options the tail depends on."""
+
+    recall_evicted_history: bool
+    rank_fusion: bool
+    thin_before_drop: bool
+    keyframe_tokens: int
+    message_overhead_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class TailInput:
+    """What the tail needs from the turn."""
+
+    user_message: str
+    offer: Offer
+    end_text: str
+    counter: MemoizedCounter
+    budget_counted: int
+    semantic: SemanticCall | None
+
+
+@dataclass(frozen=True, slots=True)
+class FittedTail:
+    """The final message's parts, its text and exact count, and each item's fit choice."""
+
+    tail: Tail
+    text: str
+    tokens: int
+    choice: list[FitChoice]
+
+
+def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> FittedTail:
+    """Fit memories and recalled passages into what the window leaves of the budget."""
+    count, overhead = turn.counter.count, settings.message_overhead_tokens
+    before_tail = count(window.system_text) + overhead + window.kept_tokens + overhead
+    room = turn.budget_counted - before_tail - count(turn.end_text) - 2
+    tracker = window.tracker
+    if not (
+        settings.recall_evicted_history
+        and tracker is not None
+        and tracker.passages
+        and window.dropped_messages > 0
+    ):
+        tracker = None
+    passage_order = _passage_order(tracker, turn) if tracker is not None else None
+    header = count(RECALL_HEADER) + 2
+    memory_tokens = sum(count(line) + 1 for line in turn.offer.lines())
+    anchor: list[RecalledPassage] = []
+    if tracker is not None and memory_tokens > room - header - 2 * settings.keyframe_tokens:
+        # Under memory pressure the best-matching passage is held a keyframe's room, like
+        # every memory is: it competes with their keyframes instead of taking what they leave.
+        anchor = select_passages(
+            tracker,
+            turn.user_message,
+            settings.keyframe_tokens + 8,
+            limit=tracker.chunk,
+            count=count,
+            extra_ranking=passage_order,
+            max_passages=1,
+            min_score=PIN_MIN_SCORE,
+        )
+    reserved = header + sum(p.tokens for p in anchor) if anchor else 0
+    ranking, stats = _rank(turn, window.tracker, memory_tokens, room - reserved, settings)
+    tail, choice = fit_offer(
+        turn.offer,
+        room - reserved,
+        turn.end_text,
+        ranking=ranking,
+        count=count,
+        thinned=lambda: thin_lines(turn.offer, stats, count, settings.keyframe_tokens),
+        thin_before_drop=settings.thin_before_drop,
+    )
+    if tracker is not None:
+        used = sum(count(line) + 1 for line in tail.lines)
+        # Passages come back only for a question that shares a rare word with them.
+        tail.passages = (
+            select_passages(
+                tracker,
+                turn.user_message,
+                room - header - used,
+                limit=tracker.chunk,
+                count=count,
+                extra_ranking=passage_order,
+                min_score=PIN_MIN_SCORE,
+            )
+            or anchor
+        )
+    priority = [
+        (int(i not in ranking.pinned), tier, ranking.ranks[i])
+        for i, tier in enumerate(turn.offer.tiers())
+    ]
+    text, tokens = shed_to_fit(
+        tail, turn.budget_counted - before_tail, turn.counter.count_lines, priority
+    )
+    return FittedTail(tail, text, tokens, list(choice))
+
+
+def _rank(
+    turn: TailInput,
+    tracker: HistoryTracker | None,
+    memory_tokens: int,
+    room: int,
+    settings: TailSettings,
+) -> tuple[OfferRanking, CombinedStats]:
+    """The offer's ranking, and the rarity statistics keyframes are cut with."""
+    texts = turn.offer.texts()
+    # Ranking and keyframes only decide what goes; when everything fits and no procedure
+    # is over its cap, none is needed.
+    procedures = sum(1 for tier in turn.offer.tiers() if tier == TIER_PROCEDURAL)
+    trimming = memory_tokens > room or procedures > MAX_PROCEDURAL_KEPT
+    stats = CombinedStats(tracker.stats if tracker else None, TermStats(texts if trimming else ()))
+    semantic = None
+    if trimming and turn.semantic is not None and settings.rank_fusion and len(texts) > 1:
+        semantic = turn.semantic.order(turn.user_message, texts)
+    ranking = rank_offer(
+        texts,
+        turn.user_message,
+        stats,
+        fuse=settings.rank_fusion and trimming,
+        semantic_order=semantic,
+    )
+    return ranking, stats
+
+
+def _passage_order(tracker: HistoryTracker, turn: TailInput) -> list[int] | None:
+    if turn.semantic is None:
+        return None
+    candidates = sorted(tracker.score_passages(turn.user_message))
+    order = turn.semantic.order(turn.user_message, [tracker.passages[p].text for p in candidates])
+    return None if order is None else [candidates[i] for i in order]
