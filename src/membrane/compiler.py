@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from membrane import config
@@ -17,18 +16,17 @@ from membrane.capabilities import get_model_capabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, validate_messages
 from membrane.prompt_text import mem_numbers
+from membrane.render import Rendered, render_end, render_system
 from membrane.report import CompileMetrics, CompileReport, Region
+from membrane.result import CompileResult, CostQuote
 from membrane.session import LRUCache, Session, load_calibration, scale_key
-from membrane.stages.firewall import Offer, fit_system_message
-from membrane.stages.glaciator import cache_metadata
 from membrane.stages.layout import ContextLayoutEngine
 from membrane.stages.preflight import SyncCompressor, check_compressed
-from membrane.stages.tail import FittedTail, TailInput, TailSettings, fit_tail
-from membrane.stages.window import HistoryWindow, WindowInput, WindowPlanner, WindowSettings
+from membrane.stages.tail import TailSettings, fit_tail
+from membrane.stages.window import WindowPlanner, WindowSettings
 from membrane.state import InMemoryStateStore, StateStore
-from membrane.text.semantic import Embedder, SemanticCall, SemanticRanker
-from membrane.tokenizers import MemoizedCounter, TiktokenAdapter, TokenCounter
-from membrane.tokenizers._calibration import counted_budget
+from membrane.text.semantic import Embedder, SemanticRanker
+from membrane.tokenizers import MemoizedCounter, TiktokenAdapter, TokenCounter, counted_budget
 from membrane.turn import (
     Turn,
     check_fraction,
@@ -59,58 +57,6 @@ Placement = Literal["end", "system"]
 _MAX_CONVERSATIONS = 512
 _DEFAULT_CONVERSATION = "_default"
 _DEFAULT_COUNTER = TiktokenAdapter("cl100k_base")
-
-
-@dataclass(frozen=True)
-class CompileResult:
-    """A compiled prompt and the evidence of how it was built.
-
-    ``messages`` are ready for an OpenAI-style API; ``ref_map`` maps every ``[Mem:N]`` in them
-    to the caller's record id and ``ref_map_type`` to the record's kind. ``regions`` says where
-    each region of the prompt sits in ``messages`` (recorded as the layout wrote them).
-    """
-
-    messages: list[Message]
-    ref_map: dict[int, str]
-    ref_map_type: dict[int, str]
-    metadata: dict[str, Any]
-    debug_trace: dict[str, Any] | None = None
-    regions: tuple[Region, ...] = field(default=(), compare=False)
-
-    def to_debug_dict(self) -> dict[str, Any]:
-        """A JSON-friendly snapshot (message roles and sizes, maps, metadata) for logging."""
-        return {
-            "messages": [
-                {"role": m.get("role"), "chars": len(message_text(m))} for m in self.messages
-            ],
-            "ref_map": {str(k): v for k, v in self.ref_map.items()},
-            "ref_map_type": {str(k): v for k, v in self.ref_map_type.items()},
-            "metadata": dict(self.metadata),
-            "debug_trace": self.debug_trace,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class CostQuote:
-    """An input-cost quote for a compiled prompt."""
-
-    total_tokens: int
-    estimated_cost_usd: float
-    price_per_1k_input_tokens: float
-    trimming_strategies: tuple[str, ...]
-    compile_result: CompileResult
-
-
-@dataclass(frozen=True, slots=True)
-class _Rendered:
-    """A stage's output before the result is built: messages, memory text, evidence."""
-
-    messages: list[Message]
-    offer: Offer
-    memory_text: str
-    report: CompileReport
-    regions: tuple[Region, ...]
-    trace: dict[str, Any] | None
 
 
 class ContextCompiler:
@@ -237,12 +183,13 @@ class ContextCompiler:
         )
         session = self._load_session(turn)
         semantic = self._semantic.call() if self._semantic is not None else None
+        model, overhead = self.model_id, self.message_overhead_tokens
         if self.memory_placement == "system":
-            rendered = self._render_system(turn, semantic)
+            rendered = render_system(turn, semantic, model_id=model, overhead=overhead)
         else:
-            window = self._window.plan(self._window_input(turn), session, self._window_settings())
-            tail = fit_tail(self._tail_input(turn, semantic), window, self._tail_settings())
-            rendered = self._render_end(turn, window, tail, semantic)
+            window = self._window.plan(turn.window_input(), session, self._window_settings())
+            tail = fit_tail(turn.tail_input(semantic), window, self._tail_settings())
+            rendered = render_end(turn, window, tail, semantic, model_id=model, overhead=overhead)
         session.save()
         return self._emit(rendered)
 
@@ -294,10 +241,8 @@ class ContextCompiler:
             raise TypeError("actual_prompt_tokens must be an int (the provider's prompt tokens)")
         if self.fixed_token_scale is not None:
             return self.fixed_token_scale
-        model_id = result.metadata.get("model_id")
-        counted = int(result.metadata.get("token_count", 0)) + int(
-            result.metadata.get("message_framing_tokens", 0)
-        )
+        report = CompileReport.from_metadata(result.metadata)
+        model_id, counted = report.model_id, report.sent_tokens
         calibration = load_calibration(self.state_store, model_id).observe(
             counted, actual_prompt_tokens
         )
@@ -431,124 +376,9 @@ class ContextCompiler:
             message_overhead_tokens=self.message_overhead_tokens,
         )
 
-    @staticmethod
-    def _window_input(turn: Turn) -> WindowInput:
-        return WindowInput(
-            history=turn.history,
-            conversation=turn.conversation,
-            core=turn.core,
-            end_text=turn.end_text,
-            counter=turn.counter,
-            budget_counted=turn.budget_counted,
-            offer_texts=turn.offer.texts(),
-        )
-
-    @staticmethod
-    def _tail_input(turn: Turn, semantic: SemanticCall | None) -> TailInput:
-        return TailInput(
-            user_message=turn.user_message,
-            offer=turn.offer,
-            end_text=turn.end_text,
-            counter=turn.counter,
-            budget_counted=turn.budget_counted,
-            semantic=semantic,
-        )
-
     # ------------------------------------------------------------------ results
 
-    def _render_end(
-        self,
-        turn: Turn,
-        window: HistoryWindow,
-        fitted: FittedTail,
-        semantic: SemanticCall | None,
-    ) -> _Rendered:
-        count, overhead = turn.count, self.message_overhead_tokens
-        tail = fitted.tail
-        messages: list[Message] = [
-            {"role": "system", "content": window.system_text},
-            *window.kept,
-            {"role": "user", "content": fitted.text},
-        ]
-        system_tokens = count(window.system_text)
-        token_count = (
-            system_tokens + window.kept_tokens - overhead * len(window.kept) + fitted.tokens
-        )
-        framing = overhead * len(messages)
-        offered = turn.offer.lines()
-        trimmed = sum(count(line) for line in offered) - sum(count(line) for line in tail.lines)
-        core_chars = len(turn.core) if window.index_lines else None
-        cache = cache_metadata(
-            self.model_id,
-            enabled=turn.use_caching,
-            core_tokens=count(turn.core) + overhead,
-            core_chars=core_chars,
-            system_tokens=system_tokens + overhead,
-            history_messages=len(window.kept),
-            prefix_tokens=system_tokens + overhead + window.kept_tokens,
-            tail_tokens=fitted.tokens + overhead,
-            token_scale=turn.scale,
-            capabilities=turn.capabilities,
-        )
-        report = CompileReport(
-            model_id=self.model_id,
-            placement="end",
-            token_count=token_count,
-            tokens_budget=turn.budget,
-            message_framing_tokens=framing,
-            tokens_trimmed=max(trimmed, 0) + window.dropped_tokens,
-            segments_offered=len(offered),
-            segments_kept=len(tail.lines),
-            segments_thinned=tail.thinned,
-            memories_truncated=turn.offer.memories_truncated,
-            stable_prefix_messages=1 + len(window.kept),
-            history_messages_dropped=window.dropped_messages,
-            history_messages_recalled=len(tail.passages),
-            history_index_lines=window.index_lines,
-            history_index_tokens=window.index_tokens,
-            history_turn_local_drop=window.turn_local_drop,
-            core_chars=core_chars,
-            cache=cache,
-            **_common_report(turn, token_count + framing, semantic),
-        )
-        regions = _end_regions(turn, window, fitted, messages)
-        trace = {"choices": fitted.choice, "sources": list(tail.sources)} if turn.debug else None
-        return _Rendered(messages, turn.offer, tail.memory_text(), report, regions, trace)
-
-    def _render_system(self, turn: Turn, semantic: SemanticCall | None) -> _Rendered:
-        """Single-system-message placement: core, memories, the last reply and the question."""
-        overhead = self.message_overhead_tokens
-        last = turn.last_assistant_turn
-        if last is None:
-            replies = [m for m in turn.history if m.get("role") == "assistant"]
-            texts = [message_text(m) for m in replies if message_text(m).strip()]
-            last = texts[-1] if texts else None
-        end_text = turn.layout.build_end(last, turn.user_message, turn.directives)
-        fitted = fit_system_message(
-            turn.offer, turn.core, end_text, turn.count, turn.budget_counted - overhead
-        )
-        full = fitted.full_tokens
-        report = CompileReport(
-            model_id=self.model_id,
-            placement="system",
-            token_count=fitted.tokens,
-            tokens_budget=turn.budget,
-            message_framing_tokens=overhead,
-            tokens_trimmed=sum(full) - sum(full[i] for i in fitted.kept),
-            segments_offered=len(full),
-            segments_kept=len(fitted.kept),
-            segments_thinned=0,
-            memories_truncated=turn.offer.memories_truncated,
-            stable_prefix_messages=0,
-            cache={"cache_mode": None, "cache_breakpoints": [], "prompt_cache_used": False},
-            **_common_report(turn, fitted.tokens + overhead, semantic),
-        )
-        regions = _system_regions(turn.core, fitted.middle, fitted.text, end_text)
-        trace = {"choices": list(fitted.choice)} if turn.debug else None
-        messages: list[Message] = [{"role": "system", "content": fitted.text}]
-        return _Rendered(messages, turn.offer, fitted.middle, report, regions, trace)
-
-    def _emit(self, rendered: _Rendered) -> CompileResult:
+    def _emit(self, rendered: Rendered) -> CompileResult:
         present = mem_numbers(rendered.memory_text)
         offer = rendered.offer
         cited = sorted((s for s in offer.citable if s.number in present), key=lambda s: s.number)
@@ -597,48 +427,6 @@ def compile_anonymous(
     call_kwargs = {k: v for k, v in options.items() if k not in ctor}
     compiler = ContextCompiler(max_tokens, model_id, core_content, **ctor_kwargs)
     return compiler.compile(memories, user_message, **call_kwargs)
-
-
-def _common_report(turn: Turn, sent_tokens: int, semantic: SemanticCall | None) -> dict[str, Any]:
-    return {
-        "token_scale": turn.scale,
-        "token_scale_samples": turn.scale_samples,
-        "tokens_budget_counted": turn.budget_counted,
-        "budget_exceeded": sent_tokens > turn.budget_counted,
-        "semantic_ranking": semantic is not None and semantic.used,
-        "semantic_ranking_error": semantic.error if semantic is not None else None,
-    }
-
-
-def _contiguous(message_index: int, starts: list[tuple[str, int]], end: int) -> list[Region]:
-    """Regions that each run from their start to the next one's; empty ones are left out."""
-    out = []
-    for (name, start), (_, stop) in zip(starts, [*starts[1:], ("", end)], strict=True):
-        if stop > start:
-            out.append(Region(name, message_index, start, stop))  # type: ignore[arg-type]
-    return out
-
-
-def _end_regions(
-    turn: Turn, window: HistoryWindow, fitted: FittedTail, messages: list[Message]
-) -> tuple[Region, ...]:
-    system = window.system_text
-    regions = _contiguous(0, [("core", 0), ("index", len(turn.core))], len(system))
-    for i, message in enumerate(window.kept, start=1):
-        regions += _contiguous(i, [("history", 0)], len(message_text(message)))
-    tail, text = fitted.tail, fitted.text
-    current = len(text) - len(tail.end_text)
-    recall = len(tail.memory_text()) + 2 if tail.lines else 0
-    starts = [("memories", 0), ("recall", recall), ("current", current)]
-    regions += _contiguous(len(messages) - 1, starts, len(text))
-    return tuple(regions)
-
-
-def _system_regions(core: str, middle: str, text: str, end_text: str) -> tuple[Region, ...]:
-    current = len(text) - len(end_text)
-    memories = len(core) + 2 if core else 0
-    starts = [("core", 0), ("memories", memories if middle else current), ("current", current)]
-    return tuple(_contiguous(0, starts, len(text)))
 
 
 def _message_key(message: object) -> tuple[str, str]:

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from membrane.errors import InvalidInputError
-from membrane.tokenizers._calibration import provider_tokens
-
-if TYPE_CHECKING:
-    from membrane.compiler import CompileResult, CostQuote
+from membrane.report import CompileReport
+from membrane.result import CompileResult, CostQuote
+from membrane.tokenizers import provider_tokens
 
 __all__ = ["quote_for"]
 
 
 def quote_for(result: CompileResult, price_per_1k_input_tokens: float) -> CostQuote:
     """Quote ``result`` at ``price_per_1k_input_tokens`` (provider tokens, framing included)."""
-    from membrane.compiler import CostQuote
-
     price = price_per_1k_input_tokens
     if isinstance(price, bool) or not isinstance(price, (int, float)) or not math.isfinite(price):
         raise InvalidInputError(
@@ -27,19 +23,18 @@ def quote_for(result: CompileResult, price_per_1k_input_tokens: float) -> CostQu
         raise InvalidInputError(
             "price_per_1k_input_tokens cannot be negative", field="price_per_1k_input_tokens"
         )
-    md = result.metadata
-    counted = int(md["token_count"]) + int(md.get("message_framing_tokens", 0))
-    total = provider_tokens(counted, float(md.get("token_scale", 1.0)))
+    report = CompileReport.from_metadata(result.metadata)
+    total = provider_tokens(report.sent_tokens, report.token_scale)
     strategies = []
-    if md.get("segments_kept", 0) < md.get("segments_offered", 0):
+    if report.segments_kept < report.segments_offered:
         strategies.append("memories_dropped")
-    if md.get("segments_thinned"):
+    if report.segments_thinned:
         strategies.append("memories_thinned")
-    if md.get("memories_truncated"):
+    if report.memories_truncated:
         strategies.append("memory_text_capped")
-    if md.get("history_messages_dropped"):
+    if report.history_messages_dropped:
         strategies.append("history_cut")
-    if md.get("history_messages_recalled"):
+    if report.history_messages_recalled:
         strategies.append("history_recalled")
     return CostQuote(
         total_tokens=total,

@@ -7,10 +7,20 @@ the only module that spells those keys.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["CompileMetrics", "CompileReport", "Region", "RegionName"]
+__all__ = ["CACHE_KEYS", "CompileMetrics", "CompileReport", "Region", "RegionName"]
+
+#: The caching keys of ``metadata`` (see :func:`membrane.stages.glaciator.cache_metadata`).
+CACHE_KEYS = (
+    "cache_mode",
+    "cache_breakpoints",
+    "prompt_cache_used",
+    "cacheable_prefix_tokens",
+    "dynamic_tail_tokens",
+)
 
 RegionName = Literal["core", "index", "history", "memories", "recall", "current"]
 
@@ -115,6 +125,62 @@ class CompileReport:
         if self.placement == "end":
             md.update(self.cache)
         return md
+
+    @classmethod
+    def from_metadata(cls, md: Mapping[str, Any]) -> CompileReport:
+        """Read a ``metadata`` dict back (a missing key takes its neutral value).
+
+        Code that receives a :class:`~membrane.CompileResult`, possibly built by hand, reads
+        the numbers through this instead of spelling keys.
+        """
+        scale = float(md.get("token_scale", 1.0))
+        token_count = int(md.get("token_count", 0))
+        budget = int(md.get("tokens_budget", 0))
+        return cls(
+            model_id=md.get("model_id"),
+            placement="system" if md.get("memory_placement") == "system" else "end",
+            token_count=token_count,
+            tokens_budget=budget,
+            message_framing_tokens=int(md.get("message_framing_tokens", 0)),
+            tokens_trimmed=int(md.get("tokens_trimmed", 0)),
+            segments_offered=int(md.get("segments_offered", 0)),
+            segments_kept=int(md.get("segments_kept", 0)),
+            segments_thinned=int(md.get("segments_thinned", 0)),
+            memories_truncated=int(md.get("memories_truncated", 0)),
+            stable_prefix_messages=int(md.get("stable_prefix_messages", 0)),
+            token_scale=scale,
+            token_scale_samples=int(md.get("token_scale_samples", 0)),
+            tokens_budget_counted=int(md.get("tokens_budget_counted", budget)),
+            budget_exceeded=bool(md.get("budget_exceeded", False)),
+            history_messages_dropped=int(md.get("history_messages_dropped", 0)),
+            history_messages_recalled=int(md.get("history_messages_recalled", 0)),
+            history_index_lines=int(md.get("history_index_lines", 0)),
+            history_index_tokens=int(md.get("history_index_tokens", 0)),
+            history_turn_local_drop=int(md.get("history_turn_local_drop", 0)),
+            core_chars=md.get("core_chars"),
+            semantic_ranking=bool(md.get("semantic_ranking", False)),
+            semantic_ranking_error=md.get("semantic_ranking_error"),
+            cache={k: md[k] for k in CACHE_KEYS if k in md},
+        )
+
+    @property
+    def cache_breakpoints(self) -> list[dict[str, Any]]:
+        """Where cached prefixes end (``message_index``, ``tokens``, ``reason``, ``chars``)."""
+        return list(self.cache.get("cache_breakpoints") or [])
+
+    @property
+    def cache_mode(self) -> str | None:
+        mode = self.cache.get("cache_mode")
+        return mode if isinstance(mode, str) else None
+
+    @property
+    def prompt_cache_used(self) -> bool:
+        return bool(self.cache.get("prompt_cache_used", False))
+
+    @property
+    def sent_tokens(self) -> int:
+        """Counted tokens of the whole request, per-message framing included."""
+        return self.token_count + self.message_framing_tokens
 
     def metrics(self) -> CompileMetrics:
         """The sizes a metrics callback receives."""

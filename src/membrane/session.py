@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from membrane.capabilities import get_token_scale
 from membrane.state import StateStore
-from membrane.tokenizers._calibration import ScaleCalibration
+from membrane.tokenizers import ScaleCalibration
 
 __all__ = ["LRUCache", "Session", "conversation_key", "load_calibration", "scale_key"]
 

@@ -20,6 +20,9 @@ from membrane.records import MEMORY_KINDS, MemoryItem, memory_tier, text_caps
 from membrane.stages.firewall import Offer
 from membrane.stages.layout import ContextLayoutEngine, render_memories
 from membrane.stages.preflight import SyncCompressor, check_compressed
+from membrane.stages.tail import TailInput
+from membrane.stages.window import WindowInput
+from membrane.text.semantic import SemanticCall
 from membrane.tokenizers import MemoizedCounter
 
 if TYPE_CHECKING:
@@ -62,6 +65,29 @@ class Turn:
 
     def count(self, text: str) -> int:
         return self.counter.count(text)
+
+    def window_input(self) -> WindowInput:
+        """What the history-window stage reads of this turn."""
+        return WindowInput(
+            history=self.history,
+            conversation=self.conversation,
+            core=self.core,
+            end_text=self.end_text,
+            counter=self.counter,
+            budget_counted=self.budget_counted,
+            offer_texts=self.offer.texts(),
+        )
+
+    def tail_input(self, semantic: SemanticCall | None) -> TailInput:
+        """What the final-message stage reads of this turn."""
+        return TailInput(
+            user_message=self.user_message,
+            offer=self.offer,
+            end_text=self.end_text,
+            counter=self.counter,
+            budget_counted=self.budget_counted,
+            semantic=semantic,
+        )
 
     @functools.cached_property
     def end_text(self) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
+from membrane.tokenizers._calibration import ScaleCalibration, counted_budget, provider_tokens
 from membrane.tokenizers._counters import (
     CharacterEstimateCounter,
     MemoizedCounter,
@@ -26,12 +27,15 @@ __all__ = [
     "CharacterEstimateCounter",
     "HuggingFaceAdapter",
     "MemoizedCounter",
+    "ScaleCalibration",
     "SentencePieceAdapter",
     "TiktokenAdapter",
     "TokenCounter",
     "TokenizerRegistry",
     "count_tokens",
+    "counted_budget",
     "load_encoding",
+    "provider_tokens",
 ]
 
 

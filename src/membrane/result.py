@@ -1,0 +1,51 @@
+"""What a compile returns: the messages, the citation maps, the evidence, the region spans."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from membrane.messages import Message, message_text
+from membrane.report import Region
+
+__all__ = ["CompileResult", "CostQuote"]
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """A compiled prompt and the evidence of how it was built.
+
+    ``messages`` are ready for an OpenAI-style API; ``ref_map`` maps every ``[Mem:N]`` in them
+    to the caller's record id and ``ref_map_type`` to the record's kind. ``regions`` says where
+    each region of the prompt sits in ``messages`` (recorded as the layout wrote them).
+    """
+
+    messages: list[Message]
+    ref_map: dict[int, str]
+    ref_map_type: dict[int, str]
+    metadata: dict[str, Any]
+    debug_trace: dict[str, Any] | None = None
+    regions: tuple[Region, ...] = field(default=(), compare=False)
+
+    def to_debug_dict(self) -> dict[str, Any]:
+        """A JSON-friendly snapshot (message roles and sizes, maps, metadata) for logging."""
+        return {
+            "messages": [
+                {"role": m.get("role"), "chars": len(message_text(m))} for m in self.messages
+            ],
+            "ref_map": {str(k): v for k, v in self.ref_map.items()},
+            "ref_map_type": {str(k): v for k, v in self.ref_map_type.items()},
+            "metadata": dict(self.metadata),
+            "debug_trace": self.debug_trace,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CostQuote:
+    """An input-cost quote for a compiled prompt."""
+
+    total_tokens: int
+    estimated_cost_usd: float
+    price_per_1k_input_tokens: float
+    trimming_strategies: tuple[str, ...]
+    compile_result: CompileResult
