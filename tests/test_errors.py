@@ -16,7 +16,6 @@ from membrane import (
     MemoryCollisionError,
     MemoryItem,
     PreFlightContextFirewall,
-    ReservedContentOverBudget,
     StoreUnavailable,
     TokenizerDataError,
     ToolPairingError,
@@ -57,7 +56,6 @@ def test_error_tree() -> None:
     assert issubclass(InvalidInputError, ValueError)
     assert issubclass(ToolPairingError, InvalidInputError)
     for cls in (
-        ReservedContentOverBudget,
         TokenizerDataError,
         StoreUnavailable,
         MemoryCollisionError,
@@ -69,7 +67,6 @@ def test_error_tree() -> None:
             "InvalidInputError",
             "MembraneError",
             "MemoryCollisionError",
-            "ReservedContentOverBudget",
             "StoreUnavailable",
             "TokenizerDataError",
             "ToolPairingError",
@@ -80,8 +77,6 @@ def test_error_tree() -> None:
 def test_errors_carry_their_context() -> None:
     err = ToolPairingError("no call", field="conversation_messages[2]", tool_call_id="c9")
     assert (err.field, err.tool_call_id, str(err)) == ("conversation_messages[2]", "c9", "no call")
-    over = ReservedContentOverBudget("too big", reserved_tokens=900, budget=500)
-    assert (over.reserved_tokens, over.budget) == (900, 500)
     assert TokenizerDataError("bad", encoding="o200k_base").encoding == "o200k_base"
     assert StoreUnavailable("down", store="redis").store == "redis"
     assert InvalidInputError("x").field is None

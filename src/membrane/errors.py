@@ -5,7 +5,6 @@ Every error the library raises on purpose derives from :class:`MembraneError`::
     MembraneError
     ├── InvalidInputError          bad arguments or malformed messages/memories (also a ValueError)
     │   └── ToolPairingError       a tool result without its call, or a call without its result
-    ├── ReservedContentOverBudget  rules + current turn alone exceed the budget (strict mode only)
     ├── TokenizerDataError         a bundled encoding file is missing or fails its hash check
     ├── StoreUnavailable           the state store (e.g. Redis) cannot be reached
     └── MemoryCollisionError       a framework's own memory is active beside Membrane
@@ -20,7 +19,6 @@ __all__ = [
     "InvalidInputError",
     "MembraneError",
     "MemoryCollisionError",
-    "ReservedContentOverBudget",
     "StoreUnavailable",
     "TokenizerDataError",
     "ToolPairingError",
@@ -48,15 +46,6 @@ class ToolPairingError(InvalidInputError):
     def __init__(self, message: str, *, field: str | None = None, tool_call_id: str = "") -> None:
         super().__init__(message, field=field)
         self.tool_call_id = tool_call_id
-
-
-class ReservedContentOverBudget(MembraneError):
-    """The content Membrane never cuts does not fit the budget."""
-
-    def __init__(self, message: str, *, reserved_tokens: int, budget: int) -> None:
-        super().__init__(message)
-        self.reserved_tokens = reserved_tokens
-        self.budget = budget
 
 
 class TokenizerDataError(MembraneError):
