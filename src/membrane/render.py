@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from membrane.messages import Message, message_text
-from membrane.report import CompileReport, Region
+from membrane.report import CompileReport, RegionMarks
 from membrane.stages.firewall import Offer, fit_system_message
 from membrane.stages.glaciator import cache_metadata
 from membrane.stages.tail import FittedTail
@@ -25,7 +25,7 @@ class Rendered:
     offer: Offer
     memory_text: str
     report: CompileReport
-    regions: tuple[Region, ...]
+    regions: RegionMarks
     trace: dict[str, Any] | None
 
 
@@ -85,7 +85,7 @@ def render_end(
         cache=cache,
         **_common_report(turn, token_count + framing, semantic),
     )
-    regions = _end_regions(turn, window, fitted, messages)
+    regions = _end_marks(turn, fitted)
     trace = {"choices": fitted.choice, "sources": list(tail.sources)} if turn.debug else None
     return Rendered(messages, turn.offer, tail.memory_text(), report, regions, trace)
 
@@ -119,7 +119,7 @@ def render_system(
         cache={"cache_mode": None, "cache_breakpoints": [], "prompt_cache_used": False},
         **_common_report(turn, fitted.tokens + overhead, semantic),
     )
-    regions = _system_regions(turn.core, fitted.middle, fitted.text, end_text)
+    regions = _system_marks(turn.core, fitted.middle, fitted.text, end_text)
     trace = {"choices": list(fitted.choice)} if turn.debug else None
     messages: list[Message] = [{"role": "system", "content": fitted.text}]
     return Rendered(messages, turn.offer, fitted.middle, report, regions, trace)
@@ -136,32 +136,19 @@ def _common_report(turn: Turn, sent_tokens: int, semantic: SemanticCall | None) 
     }
 
 
-def _contiguous(message_index: int, starts: list[tuple[str, int]], end: int) -> list[Region]:
-    """Regions that each run from their start to the next one's; empty ones are left out."""
-    out = []
-    for (name, start), (_, stop) in zip(starts, [*starts[1:], ("", end)], strict=True):
-        if stop > start:
-            out.append(Region(name, message_index, start, stop))  # type: ignore[arg-type]
-    return out
-
-
-def _end_regions(
-    turn: Turn, window: HistoryWindow, fitted: FittedTail, messages: list[Message]
-) -> tuple[Region, ...]:
-    system = window.system_text
-    regions = _contiguous(0, [("core", 0), ("index", len(turn.core))], len(system))
-    for i, message in enumerate(window.kept, start=1):
-        regions += _contiguous(i, [("history", 0)], len(message_text(message)))
+def _end_marks(turn: Turn, fitted: FittedTail) -> RegionMarks:
     tail, text = fitted.tail, fitted.text
     current = len(text) - len(tail.end_text)
     recall = len(tail.memory_text()) + 2 if tail.lines else 0
-    starts = [("memories", 0), ("recall", recall), ("current", current)]
-    regions += _contiguous(len(messages) - 1, starts, len(text))
-    return tuple(regions)
+    return RegionMarks(
+        (("core", 0), ("index", len(turn.core))),
+        (("memories", 0), ("recall", recall), ("current", current)),
+    )
 
 
-def _system_regions(core: str, middle: str, text: str, end_text: str) -> tuple[Region, ...]:
+def _system_marks(core: str, middle: str, text: str, end_text: str) -> RegionMarks:
     current = len(text) - len(end_text)
     memories = len(core) + 2 if core else 0
-    starts = [("core", 0), ("memories", memories if middle else current), ("current", current)]
-    return tuple(_contiguous(0, starts, len(text)))
+    return RegionMarks(
+        (("core", 0), ("memories", memories if middle else current), ("current", current))
+    )

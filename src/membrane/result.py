@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 from membrane.messages import Message, message_text
-from membrane.report import Region
+from membrane.report import Region, RegionMarks
 
 __all__ = ["CompileResult", "CostQuote"]
 
@@ -25,7 +26,14 @@ class CompileResult:
     ref_map_type: dict[int, str]
     metadata: dict[str, Any]
     debug_trace: dict[str, Any] | None = None
-    regions: tuple[Region, ...] = field(default=(), compare=False)
+    region_marks: RegionMarks | None = field(default=None, compare=False, repr=False)
+
+    @functools.cached_property
+    def regions(self) -> tuple[Region, ...]:
+        """Each region's span in ``messages`` (empty for a result built by hand)."""
+        if self.region_marks is None or not self.messages:
+            return ()
+        return self.region_marks.regions([len(message_text(m)) for m in self.messages])
 
     def to_debug_dict(self) -> dict[str, Any]:
         """A JSON-friendly snapshot (message roles and sizes, maps, metadata) for logging."""

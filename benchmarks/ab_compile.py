@@ -1,0 +1,125 @@
+"""A/B of per-turn compile time between two commits, in alternating fresh processes.
+
+python -m benchmarks.ab_compile BASE_REV NEW_REV [--rounds 10] [--out NAME]
+
+Each round starts one process per side (order alternating), each timing every turn of the
+80-turn chat for two seeds with one reused compiler, after a discarded warm-up conversation.
+The result is the median of each process's median, per side, and their ratio. Both sides run
+this tree's scenario generator; only ``membrane`` comes from the commit under test (a git
+worktree made for the run and removed after it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks._report import machine, write_result
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_TIMER = """
+import gc, json, statistics, sys, time
+from benchmarks._scenarios import HARD_SCENARIOS, build_scenario
+from membrane import ContextCompiler, MemoryItem
+
+def run(scenario):
+    compiler = ContextCompiler(scenario.budget, model_id="openai/gpt-4o",
+                               core_content=scenario.system_prompt, token_scale=1.0)
+    history, times = [], []
+    for turn in scenario.turns:
+        memories = [MemoryItem(id=m.id, content=m.content, memory_type=m.memory_type,
+                               priority=m.priority) for m in turn.memories]
+        t0 = time.perf_counter_ns()
+        compiler.compile(memories=memories, conversation_messages=list(history),
+                         user_message=turn.user_message)
+        times.append(time.perf_counter_ns() - t0)
+        history.append({"role": "user", "content": turn.user_message})
+        history.extend(dict(m) for m in turn.reply)
+    return times
+
+spec = HARD_SCENARIOS["long_chat"]
+run(build_scenario(spec, 10_000))
+times = []
+for seed in (1, 2):
+    gc.collect()
+    times += run(build_scenario(spec, seed))
+print(json.dumps({"median_ms": statistics.median(times) / 1e6, "turns": len(times)}))
+"""
+
+
+def _time(src: Path) -> dict[str, Any]:
+    env_path = f"{src}:{ROOT}"
+    done = subprocess.run(
+        [sys.executable, "-c", _TIMER],
+        env={"PYTHONPATH": env_path, "PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ab_compile", description=__doc__)
+    parser.add_argument("base")
+    parser.add_argument("new")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--out", default="ab_compile")
+    args = parser.parse_args(argv)
+    medians: dict[str, list[float]] = {"base": [], "new": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {}
+        for side in ("base", "new"):
+            tree = Path(tmp) / side
+            rev = getattr(args, side)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), rev],
+                check=True,
+            )
+            trees[side] = tree
+        try:
+            for round_no in range(args.rounds):
+                order = ("base", "new") if round_no % 2 == 0 else ("new", "base")
+                for side in order:
+                    medians[side].append(_time(trees[side] / "src")["median_ms"])
+                print(
+                    f"  round {round_no + 1}: base {medians['base'][-1]:.3f} ms, "
+                    f"new {medians['new'][-1]:.3f} ms",
+                    file=sys.stderr,
+                )
+        finally:
+            for tree in trees.values():
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                    check=False,
+                )
+    base = statistics.median(medians["base"])
+    new = statistics.median(medians["new"])
+    payload = {
+        "suite": "ab_compile",
+        "command": "python -m benchmarks.ab_compile " + " ".join(argv or sys.argv[1:]),
+        "machine": machine(),
+        "base": args.base,
+        "new": args.new,
+        "rounds": args.rounds,
+        "per_process_median_ms": medians,
+        "base_median_of_medians_ms": base,
+        "new_median_of_medians_ms": new,
+        "ratio_new_to_base": new / base,
+    }
+    write_result(args.out, payload)
+    print(f"base {base:.3f} ms, new {new:.3f} ms, ratio {new / base:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
