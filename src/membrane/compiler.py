@@ -181,7 +181,7 @@ class ContextCompiler:
             compress_sync=compress_sync,
             debug=debug,
         )
-        session = self._load_session(turn)
+        session = Session(self.state_store, turn.conversation)
         semantic = self._semantic.call() if self._semantic is not None else None
         model, overhead = self.model_id, self.message_overhead_tokens
         if self.memory_placement == "system":
@@ -347,15 +347,6 @@ class ContextCompiler:
         if history:
             self._validated.put(conversation, (len(history), _message_key(history[-1])))
         return history
-
-    def _load_session(self, turn: Turn) -> Session:
-        needs_room = (
-            self.memory_placement == "end"
-            and bool(turn.history)
-            and self.trim_history
-            and self.eviction_index
-        )
-        return Session.load(self.state_store, turn.conversation, read_conversation=needs_room)
 
     def _window_settings(self) -> WindowSettings:
         return WindowSettings(

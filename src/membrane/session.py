@@ -59,18 +59,22 @@ def conversation_key(conversation: str) -> str:
 
 @dataclass
 class Session:
-    """What one compile read from the store, and what it will write back."""
+    """What one compile read from the store, and what it will write back.
+
+    The conversation's state is read once, the first time a stage asks for it (most turns of
+    a short conversation never do, and a remote store's round trip is the costly part).
+    """
 
     store: StateStore
     conversation: str
-    conversation_state: dict[str, Any]
+    _state: dict[str, Any] | None = None
     _writes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
-    @classmethod
-    def load(cls, store: StateStore, conversation: str, *, read_conversation: bool) -> Session:
-        """Read the conversation's state (only when a stage will use it)."""
-        state = (store.get(conversation_key(conversation)) or {}) if read_conversation else {}
-        return cls(store, conversation, state)
+    @property
+    def conversation_state(self) -> dict[str, Any]:
+        if self._state is None:
+            self._state = self.store.get(conversation_key(self.conversation)) or {}
+        return self._state
 
     def write_conversation_state(self, value: dict[str, Any]) -> None:
         self._writes.append((conversation_key(self.conversation), value))

@@ -63,8 +63,9 @@ class Turn:
     debug: bool
     capabilities: ModelCapabilities | None
 
-    def count(self, text: str) -> int:
-        return self.counter.count(text)
+    @property
+    def count(self) -> Callable[[str], int]:
+        return self.counter.count
 
     def window_input(self) -> WindowInput:
         """What the history-window stage reads of this turn."""
