@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from membrane._demo_data import CORE_RULES, MEMORIES, TURNS, DemoTurn
+from membrane.anatomy import cacheable_prefix_tokens, prompt_anatomy, sent_tokens
 from membrane.capabilities import get_cache_pricing
-from membrane.cli import _Anatomy, _anatomy, _prefix_tokens, _sent_tokens
 from membrane.compiler import CompileResult, ContextCompiler
 from membrane.messages import Message
 from membrane.records import MemoryItem
@@ -59,7 +59,7 @@ class TurnReport:
 
     @property
     def sent_tokens(self) -> int:
-        return _sent_tokens(self.result)
+        return sent_tokens(self.result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,15 +154,15 @@ def run_demo(
         result = compiler.compile(
             _retrieve(turn.user, memories), turn.user, conversation_messages=list(history)
         )
-        anatomy: _Anatomy = _anatomy(result, core, turn.user, counter)
+        parts = prompt_anatomy(result, core=core, user_message=turn.user, counter=counter)
         same: bool | None = None
         reused = 0
         if previous is not None:
             stable = int(previous.metadata["stable_prefix_messages"])
             same = _same_messages(previous.messages[:stable], result.messages[:stable])
-            prefix = _prefix_tokens(previous)
+            prefix = cacheable_prefix_tokens(previous)
             reused = prefix if same and prefix >= min_cacheable else 0
-        reports.append(TurnReport(number, turn.user, result, anatomy.totals(), same, reused))
+        reports.append(TurnReport(number, turn.user, result, parts.totals(), same, reused))
         history.append({"role": "user", "content": turn.user})
         history.extend(dict(m) for m in turn.replies)
         previous = result
@@ -195,7 +195,7 @@ def _row(report: TurnReport, run: DemoRun) -> str:
     kept = int(md["segments_kept"])
     thinned = int(md["segments_thinned"])
     sent = report.sent_tokens
-    prefix = _prefix_tokens(report.result)
+    prefix = cacheable_prefix_tokens(report.result)
     memories = f"{kept - thinned}/{thinned}/{offered - kept}"
     history = f"{md['history_messages_dropped']}/{md['history_messages_recalled']}"
     return (
@@ -215,7 +215,9 @@ def _final_messages(report: TurnReport) -> list[str]:
     """The last compiled prompt, one or a few clipped lines per region."""
     counter = TiktokenAdapter("cl100k_base")
     core = ContextLayoutEngine(CORE_RULES).build_core()
-    anatomy = _anatomy(report.result, core, report.user_message, counter)
+    parts = prompt_anatomy(
+        report.result, core=core, user_message=report.user_message, counter=counter
+    )
     labels = {
         "core": "core",
         "index": "eviction index",
@@ -225,7 +227,7 @@ def _final_messages(report: TurnReport) -> list[str]:
         "current": "current turn",
     }
     out = []
-    for piece in anatomy.pieces:
+    for piece in parts.pieces:
         message = report.result.messages[piece.message_index]
         role = str(message.get("role"))
         if message.get("tool_calls"):
