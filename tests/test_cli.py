@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
 import subprocess
 import sys
 from html.parser import HTMLParser
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from membrane.cli import _REGIONS, _anatomy, _breakpoint_positions, main
+from membrane.anatomy import REGIONS
+from membrane.cli import main
 from membrane.compiler import ContextCompiler
 from membrane.messages import message_text
 from membrane.profile import MembraneProfile
 from membrane.records import MemoryItem
-from membrane.stages.layout import ContextLayoutEngine
 from membrane.tokenizers import TiktokenAdapter
-from tests.strategies import conversations, memory_items, text
 
 MEMORIES = [
     "--memory",
@@ -160,7 +159,7 @@ def test_inspect_json_has_the_debug_dict_messages_and_regions(
     )
     assert payload["compiled_messages"] == direct.messages
     assert payload["metadata"]["token_count"] == direct.metadata["token_count"]
-    assert set(payload["regions"]) == set(_REGIONS)
+    assert set(payload["regions"]) == set(REGIONS)
     assert sum(payload["regions"].values()) == payload["metadata"]["token_count"]
     assert [m["chars"] for m in payload["messages"]] == [
         len(message_text(m)) for m in direct.messages
@@ -244,7 +243,7 @@ def test_html_has_one_bar_element_per_region_with_its_tokens(
     payload = json.loads(out)
     parser = _Elements()
     parser.feed(page.read_text(encoding="utf-8"))
-    assert [r["data-region"] for r in parser.regions] == list(_REGIONS)
+    assert [r["data-region"] for r in parser.regions] == list(REGIONS)
     assert {r["data-region"]: int(r["data-tokens"] or -1) for r in parser.regions} == payload[
         "regions"
     ]
@@ -258,58 +257,55 @@ def test_html_has_one_bar_element_per_region_with_its_tokens(
     assert not [a for _, a in parser.tags if "src" in a or "href" in a]
 
 
-def test_html_breakpoints_sit_on_region_boundaries(capsys: pytest.CaptureFixture[str]) -> None:
-    compiler = ContextCompiler(1500, "openai/gpt-4o", "Rules.", token_scale=1.0)
-    result = compiler.compile(
-        [MemoryItem("a", "Backoff doubles each time.")],
-        QUESTION,
-        conversation_messages=_history(40),
-    )
-    core = ContextLayoutEngine("Rules.").build_core()
-    anatomy = _anatomy(result, core, QUESTION, TiktokenAdapter("cl100k_base"))
-    totals = anatomy.totals()
-    boundaries = {
-        "core": totals["core"],
-        "index": totals["core"] + totals["index"],
-        "history": totals["core"] + totals["index"] + totals["history"],
-    }
-    positions = _breakpoint_positions(result, anatomy)
-    assert [(bp["reason"], pos) for pos, bp in positions] == [
-        (bp["reason"], boundaries[bp["reason"]]) for _, bp in positions
-    ]
-
-
-# ---------------------------------------------------------------------- anatomy property
-
-
-@given(
-    memories=memory_items(),
-    history=conversations(max_turns=20),
-    question=text,
-    budget=st.integers(300, 4000),
-    placement=st.sampled_from(["end", "system"]),
-)
-def test_regions_tile_every_message_and_add_up_to_the_token_count(
-    memories: list[MemoryItem],
-    history: list[dict[str, Any]],
-    question: str,
-    budget: int,
-    placement: str,
+def test_html_escapes_every_value_from_the_prompt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    compiler = ContextCompiler(budget, None, "Be careful.", memory_placement=placement)  # type: ignore[arg-type]
-    result = compiler.compile(memories, question, conversation_messages=history)
-    core = ContextLayoutEngine("Be careful.").build_core()
-    anatomy = _anatomy(result, core, question, TiktokenAdapter("cl100k_base"))
-    assert anatomy.content_tokens == result.metadata["token_count"]
-    for index, message in enumerate(result.messages):
-        pieces = [p for p in anatomy.pieces if p.message_index == index]
-        assert "".join(p.text for p in pieces) == message_text(message)
-    totals = anatomy.totals()
-    assert totals["index"] == result.metadata.get("history_index_tokens", 0)
-    tail_pieces = [p for p in anatomy.pieces if p.region == "memories"]
-    kept_lines = [ln for p in tail_pieces for ln in p.text.strip().splitlines()]
-    assert len(kept_lines) == result.metadata["segments_kept"]
-    assert (totals["recall"] > 0) == bool(result.metadata.get("history_messages_recalled"))
+    page = tmp_path / "prompt.html"
+    hostile = '<img src=x onerror="alert(1)">'
+    content = '</pre><script>alert("x")</script> costs $5 & $title'
+    code, _, err = _run(
+        capsys,
+        "inspect",
+        "--user-message",
+        "Is <b>this</b> & that $messages?",
+        "--memory",
+        f"{hostile}|2|{content}",
+        "--core",
+        "Rules </style><script>x()</script>",
+        "--html",
+        str(page),
+    )
+    assert code == 0, err
+    written = page.read_text(encoding="utf-8")
+    parser = _Elements()
+    parser.feed(written)
+    assert not [t for t, _ in parser.tags if t in ("script", "img")]
+    assert html.escape("Is <b>this</b> & that") in written
+    # The only <style> is the page's own, and it closes once.
+    assert written.count("<style>") == written.count("</style>") == 1
+    assert html.escape(hostile) in written
+    assert html.escape(content) in written
+    # Template placeholders in the prompt's text stay literal text.
+    assert "that $messages?" in written
+
+
+def test_html_fills_every_placeholder_of_the_page_template(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    template = resources.files("membrane.cli").joinpath("page.html").read_text(encoding="utf-8")
+    names = set(re.findall(r"\$(\w+)", template))
+    assert {"title", "segments", "messages", "metadata_rows"} <= names
+    page = tmp_path / "prompt.html"
+    code, _, err = _run(
+        capsys, "inspect", "--user-message", QUESTION, *MEMORIES, "--html", str(page)
+    )
+    assert code == 0, err
+    written = page.read_text(encoding="utf-8")
+    assert "$" not in written
+    assert written.startswith("<!DOCTYPE html>\n") and written.endswith("</body></html>\n")
+    # The stylesheet comes from the template unchanged.
+    style = template[template.index("<style>") : template.index("</style>")]
+    assert style in written
 
 
 # ---------------------------------------------------------------------- --memory parsing

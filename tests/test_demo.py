@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache
+from importlib import resources
 from typing import Any
 
 import pytest
 
-from membrane._demo_data import CORE_RULES, MEMORIES, TURNS
 from membrane.compiler import ContextCompiler
-from membrane.demo import DemoRun, _retrieve, main, render_report, run_demo
+from membrane.demo import (
+    DemoRun,
+    DemoTurn,
+    _retrieve,
+    load_demo_data,
+    main,
+    render_report,
+    run_demo,
+)
 from membrane.messages import message_text
 from membrane.stages.history import RECALL_HEADER
 from membrane.tokenizers import TiktokenAdapter
+
+DATA = load_demo_data()
+CORE_RULES, MEMORIES, TURNS = DATA.core_rules, DATA.memories, DATA.turns
 
 ROW = re.compile(
     r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d,]+)/([\d,]+)\s+"
@@ -50,6 +62,31 @@ def test_the_chat_is_the_promised_size() -> None:
     assert len(tool_turns) >= 2
     counter = TiktokenAdapter("cl100k_base")
     assert max(counter.count(t.user) for t in TURNS) > 400  # the long paste
+
+
+def test_the_data_is_a_json_resource_shipped_in_the_package() -> None:
+    source = resources.files("membrane").joinpath("demo_data.json")
+    raw = json.loads(source.read_text(encoding="utf-8"))
+    assert set(raw) == {"core_rules", "memories", "turns"}
+    assert [m["id"] for m in raw["memories"]] == [m.id for m in MEMORIES]
+    assert [t["user"] for t in raw["turns"]] == [t.user for t in TURNS]
+    assert load_demo_data() is DATA  # read once
+    # Every tool call is answered by the tool result that follows it.
+    for turn in TURNS:
+        for asked, answered in zip(turn.replies, turn.replies[1:], strict=False):
+            for call in asked.get("tool_calls") or []:
+                assert answered == {**answered, "role": "tool", "tool_call_id": call["id"]}
+
+
+def test_a_shorter_chat_replays_the_first_turns_of_the_full_run() -> None:
+    short = run_demo(turns=TURNS[:4])
+    assert [t.turn for t in short.turns] == [1, 2, 3, 4]
+    for mine, full in zip(short.turns, _run().turns, strict=False):
+        assert mine.result.messages == full.result.messages
+        assert mine.regions == full.regions
+    own = (DemoTurn("Where is the export?", ({"role": "assistant", "content": "In S3."},)),)
+    alone = run_demo(turns=own, memories=[MEMORIES[4]])
+    assert alone.turns[0].result.ref_map == {1: MEMORIES[4].id}
 
 
 def test_no_turn_goes_over_budget() -> None:

@@ -4,6 +4,11 @@ Each turn retrieves a few memories from a small store, compiles them with the wh
 far, and prints one row: tokens per region, the total against the budget, what was trimmed or
 recalled, and whether the cacheable prefix is byte-identical to the previous turn's. Everything
 runs offline and prints the same output every time.
+
+The chat, its memory store and system rules are data, ``demo_data.json`` beside this module: one
+on-call morning at an online furniture shop (a nightly export killed for memory, duplicate
+orders from retried payment webhooks, the fixes and the write-up), whose late questions ask for
+details of early tool results that have left the history by then.
 """
 
 from __future__ import annotations
@@ -15,17 +20,28 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
 
-from membrane._demo_data import CORE_RULES, MEMORIES, TURNS, DemoTurn
+from membrane import ContextLayoutEngine
+from membrane.anatomy import cacheable_prefix_tokens, prompt_anatomy, sent_tokens
 from membrane.capabilities import get_cache_pricing
-from membrane.cli import _Anatomy, _anatomy, _prefix_tokens, _sent_tokens
 from membrane.compiler import CompileResult, ContextCompiler
 from membrane.messages import Message
 from membrane.records import MemoryItem
-from membrane.stages.layout import ContextLayoutEngine
 from membrane.tokenizers import TiktokenAdapter
 
-__all__ = ["DemoRun", "TurnReport", "main", "render_report", "run_demo"]
+__all__ = [
+    "DemoData",
+    "DemoRun",
+    "DemoTurn",
+    "TurnReport",
+    "load_demo_data",
+    "main",
+    "render_report",
+    "run_demo",
+]
 
 DEFAULT_BUDGET = 3000
 DEFAULT_MODEL = "openai/gpt-4o"
@@ -39,6 +55,35 @@ _STOPWORD_TEXT = (
     "where which while who why will with would you your yesterday today last night morning"
 )
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+@dataclass(frozen=True, slots=True)
+class DemoTurn:
+    """One user message and the messages that answered it (tool calls, results, the reply)."""
+
+    user: str
+    replies: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DemoData:
+    """The demo's inputs: the system rules, the memory store and the chat, turn by turn."""
+
+    core_rules: str
+    memories: tuple[MemoryItem, ...]
+    turns: tuple[DemoTurn, ...]
+
+
+@cache
+def load_demo_data() -> DemoData:
+    """Read ``demo_data.json``, shipped inside the package."""
+    source = resources.files("membrane").joinpath("demo_data.json")
+    raw = json.loads(source.read_text(encoding="utf-8"))
+    return DemoData(
+        core_rules=raw["core_rules"],
+        memories=tuple(MemoryItem(**fields) for fields in raw["memories"]),
+        turns=tuple(DemoTurn(t["user"], tuple(t["replies"])) for t in raw["turns"]),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +104,7 @@ class TurnReport:
 
     @property
     def sent_tokens(self) -> int:
-        return _sent_tokens(self.result)
+        return sent_tokens(self.result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,12 +183,18 @@ def run_demo(
     *,
     budget: int = DEFAULT_BUDGET,
     model_id: str = DEFAULT_MODEL,
-    turns: Sequence[DemoTurn] = TURNS,
-    memories: Sequence[MemoryItem] = MEMORIES,
+    turns: Sequence[DemoTurn] | None = None,
+    memories: Sequence[MemoryItem] | None = None,
 ) -> DemoRun:
-    """Compile every turn of the embedded chat and collect the per-turn evidence."""
-    compiler = ContextCompiler(budget, model_id, CORE_RULES, token_scale=1.0)
-    core = ContextLayoutEngine(CORE_RULES).build_core()
+    """Compile every turn of the chat and collect the per-turn evidence.
+
+    ``turns`` and ``memories`` default to the shipped chat and store (:func:`load_demo_data`).
+    """
+    data = load_demo_data()
+    turns = data.turns if turns is None else turns
+    memories = data.memories if memories is None else memories
+    compiler = ContextCompiler(budget, model_id, data.core_rules, token_scale=1.0)
+    core = ContextLayoutEngine(data.core_rules).build_core()
     counter = TiktokenAdapter("cl100k_base")
     pricing = get_cache_pricing(model_id)
     min_cacheable = pricing.min_tokens if pricing else 1024
@@ -154,15 +205,15 @@ def run_demo(
         result = compiler.compile(
             _retrieve(turn.user, memories), turn.user, conversation_messages=list(history)
         )
-        anatomy: _Anatomy = _anatomy(result, core, turn.user, counter)
+        parts = prompt_anatomy(result, core=core, user_message=turn.user, counter=counter)
         same: bool | None = None
         reused = 0
         if previous is not None:
             stable = int(previous.metadata["stable_prefix_messages"])
             same = _same_messages(previous.messages[:stable], result.messages[:stable])
-            prefix = _prefix_tokens(previous)
+            prefix = cacheable_prefix_tokens(previous)
             reused = prefix if same and prefix >= min_cacheable else 0
-        reports.append(TurnReport(number, turn.user, result, anatomy.totals(), same, reused))
+        reports.append(TurnReport(number, turn.user, result, parts.totals(), same, reused))
         history.append({"role": "user", "content": turn.user})
         history.extend(dict(m) for m in turn.replies)
         previous = result
@@ -195,7 +246,7 @@ def _row(report: TurnReport, run: DemoRun) -> str:
     kept = int(md["segments_kept"])
     thinned = int(md["segments_thinned"])
     sent = report.sent_tokens
-    prefix = _prefix_tokens(report.result)
+    prefix = cacheable_prefix_tokens(report.result)
     memories = f"{kept - thinned}/{thinned}/{offered - kept}"
     history = f"{md['history_messages_dropped']}/{md['history_messages_recalled']}"
     return (
@@ -214,8 +265,10 @@ def _clip(text: str, width: int) -> str:
 def _final_messages(report: TurnReport) -> list[str]:
     """The last compiled prompt, one or a few clipped lines per region."""
     counter = TiktokenAdapter("cl100k_base")
-    core = ContextLayoutEngine(CORE_RULES).build_core()
-    anatomy = _anatomy(report.result, core, report.user_message, counter)
+    core = ContextLayoutEngine(load_demo_data().core_rules).build_core()
+    parts = prompt_anatomy(
+        report.result, core=core, user_message=report.user_message, counter=counter
+    )
     labels = {
         "core": "core",
         "index": "eviction index",
@@ -225,7 +278,7 @@ def _final_messages(report: TurnReport) -> list[str]:
         "current": "current turn",
     }
     out = []
-    for piece in anatomy.pieces:
+    for piece in parts.pieces:
         message = report.result.messages[piece.message_index]
         role = str(message.get("role"))
         if message.get("tool_calls"):
@@ -247,7 +300,7 @@ def _final_messages(report: TurnReport) -> list[str]:
 
 def render_report(run: DemoRun) -> str:
     """The per-turn table, the summary and the final prompt, as printed by :func:`main`."""
-    store = MEMORIES
+    store = load_demo_data().memories
     kinds = {
         k: sum(1 for m in store if m.memory_type == k)
         for k in ("procedural", "semantic", "episodic")
