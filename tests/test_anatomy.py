@@ -7,7 +7,6 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from membrane import ContextLayoutEngine
 from membrane.anatomy import (
     REGION_LABELS,
     REGIONS,
@@ -20,6 +19,7 @@ from membrane.compiler import ContextCompiler
 from membrane.messages import message_text
 from membrane.prompt_text import CURRENT_MESSAGE_HEADER, RECALL_HEADER
 from membrane.records import MemoryItem
+from membrane.stages.layout import ContextLayoutEngine
 from membrane.tokenizers import TiktokenAdapter
 from tests.strategies import conversations, memory_items, text
 
@@ -65,10 +65,7 @@ def test_regions_tile_every_message_and_add_up_to_the_token_count(
 ) -> None:
     compiler = ContextCompiler(budget, None, "Be careful.", memory_placement=placement)  # type: ignore[arg-type]
     result = compiler.compile(memories, question, conversation_messages=history)
-    core = ContextLayoutEngine("Be careful.").build_core()
-    parts = prompt_anatomy(
-        result, core=core, user_message=question, counter=TiktokenAdapter("cl100k_base")
-    )
+    parts = prompt_anatomy(result, counter=TiktokenAdapter("cl100k_base"))
     assert parts.content_tokens == result.metadata["token_count"]
     for index, message in enumerate(result.messages):
         pieces = [p for p in parts.pieces if p.message_index == index]
@@ -94,11 +91,8 @@ def test_the_default_counter_is_the_compilers_default() -> None:
     result = ContextCompiler(2048, None, "Be brief.").compile(
         [MemoryItem(id="a", content="Retries back off.")], QUESTION
     )
-    core = ContextLayoutEngine("Be brief.").build_core()
-    default = prompt_anatomy(result, core=core, user_message=QUESTION)
-    explicit = prompt_anatomy(
-        result, core=core, user_message=QUESTION, counter=TiktokenAdapter("cl100k_base")
-    )
+    default = prompt_anatomy(result)
+    explicit = prompt_anatomy(result, counter=TiktokenAdapter("cl100k_base"))
     assert default == explicit
     assert default.content_tokens == result.metadata["token_count"]
 
@@ -112,8 +106,6 @@ def test_each_message_adds_up_under_a_counter_that_is_not_additive() -> None:
     )
     parts = prompt_anatomy(
         result,
-        core=ContextLayoutEngine("Rules.").build_core(),
-        user_message="What did attempt 3 wait?",
         counter=counter,
     )
     for index, message in enumerate(result.messages):
@@ -131,8 +123,8 @@ def test_system_placement_finds_the_core_at_the_start_of_the_system_message() ->
     result = ContextCompiler(3000, None, "Be exact.", memory_placement="system").compile(
         [MemoryItem("a", "Backoff doubles each time.")], QUESTION
     )
+    parts = prompt_anatomy(result)
     core = ContextLayoutEngine("Be exact.").build_core()
-    parts = prompt_anatomy(result, core=core, user_message=QUESTION)
     first = parts.pieces[0]
     assert first.region == "core"
     assert first.start == 0
@@ -147,8 +139,7 @@ def test_breakpoints_sit_on_region_boundaries() -> None:
         QUESTION,
         conversation_messages=_history(40),
     )
-    core = ContextLayoutEngine("Rules.").build_core()
-    parts = prompt_anatomy(result, core=core, user_message=QUESTION)
+    parts = prompt_anatomy(result)
     totals = parts.totals()
     boundaries = {
         "core": totals["core"],
@@ -173,9 +164,7 @@ def test_without_breakpoints_the_cacheable_prefix_is_empty() -> None:
     result = ContextCompiler(1500, None, "Rules.", memory_placement="system").compile([], QUESTION)
     assert result.metadata["cache_breakpoints"] == []
     assert cacheable_prefix_tokens(result) == 0
-    parts = prompt_anatomy(
-        result, core=ContextLayoutEngine("Rules.").build_core(), user_message=QUESTION
-    )
+    parts = prompt_anatomy(result)
     assert breakpoint_positions(result, parts) == []
 
 

@@ -61,7 +61,7 @@ def test_regions_tile_every_message_in_prompt_order(name: str, placement: str) -
         if "index" in spans:
             assert spans["index"].startswith("\n\n" + INDEX_HEADER)
         if "recall" in spans:
-            assert spans["recall"].startswith(RECALL_HEADER)
+            assert spans["recall"].lstrip("\n").startswith(RECALL_HEADER)
         if "memories" in spans:
             assert all(line.startswith("[Mem:") for line in spans["memories"].strip().split("\n"))
         assert result.metadata["memory_placement"] == placement

@@ -6,14 +6,11 @@ current turn. :func:`prompt_anatomy` cuts ``CompileResult.messages`` into pieces
 region per message, and counts each piece so that the pieces of a message add up to the whole
 message. ``membrane inspect`` (text, JSON and HTML) and the demo are all drawn from it.
 
->>> from membrane import ContextCompiler, ContextLayoutEngine, MemoryItem
+>>> from membrane import ContextCompiler, MemoryItem
 >>> result = ContextCompiler(2048, core_content="Be brief.").compile(
 ...     [MemoryItem(id="a", content="Retries back off.")], "How do retries work?"
 ... )
->>> parts = prompt_anatomy(
-...     result, core=ContextLayoutEngine("Be brief.").build_core(),
-...     user_message="How do retries work?",
-... )
+>>> parts = prompt_anatomy(result)
 >>> parts.content_tokens == result.metadata["token_count"]
 True
 """
@@ -21,10 +18,10 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from membrane.messages import message_text
-from membrane.prompt_text import CURRENT_MESSAGE_HEADER, LAST_REPLY_HEADER, RECALL_HEADER
+from membrane.report import RegionName
 from membrane.tokenizers import TiktokenAdapter, TokenCounter
 
 if TYPE_CHECKING:
@@ -42,7 +39,7 @@ __all__ = [
     "sent_tokens",
 ]
 
-Region = Literal["core", "index", "history", "memories", "recall", "current"]
+Region = RegionName
 
 #: The regions in the order they appear in a prompt.
 REGIONS: tuple[Region, ...] = ("core", "index", "history", "memories", "recall", "current")
@@ -105,20 +102,11 @@ class Anatomy:
         return sum(p.tokens for p in self.pieces)
 
 
-def prompt_anatomy(
-    result: CompileResult,
-    *,
-    core: str,
-    user_message: str,
-    counter: TokenCounter | None = None,
-) -> Anatomy:
+def prompt_anatomy(result: CompileResult, *, counter: TokenCounter | None = None) -> Anatomy:
     """Cut ``result.messages`` into region pieces and count each one.
 
-    ``core`` is the system text the layout built for the compile (its rules plus the interrupt
-    instruction, ``ContextLayoutEngine(rules).build_core()``); it matters only for system
-    placement, where every region shares the one system message. ``user_message`` is the
-    current turn as it was passed to ``compile``. Count with the compiler's counter (cl100k_base
-    when none is given) and the pieces add up to ``metadata["token_count"]``.
+    The pieces are the region spans the layout recorded. Count with the compiler's counter
+    (cl100k_base when none is given) and the pieces add up to ``metadata["token_count"]``.
     """
     counter = counter or TiktokenAdapter(_DEFAULT_ENCODING)
     texts = [message_text(m) for m in result.messages]
@@ -142,7 +130,7 @@ def prompt_anatomy(
             texts[index][start:end],
             prefix(index, end) - prefix(index, start),
         )
-        for region, index, start, end in _region_spans(result, core, user_message)
+        for region, index, start, end in _region_spans(result)
         if end > start
     )
     framing = int(result.metadata.get("message_framing_tokens", 0)) // max(len(texts), 1)
@@ -179,61 +167,18 @@ def sent_tokens(result: CompileResult) -> int:
 # ---------------------------------------------------------------------- finding the regions
 
 
-def _region_spans(result: CompileResult, core: str, user_message: str) -> list[_Span]:
-    """Every region's characters, found by looking for the layout's headers in the text.
+def _region_spans(result: CompileResult) -> list[_Span]:
+    """Every region's characters, as the layout recorded them (``CompileResult.regions``).
 
-    Each message is tiled from its first character to its last; spans come in message order.
+    A result built by hand has no recorded regions: its first message counts as the core, its
+    last as the current turn and the ones between as history.
     """
+    if result.regions:
+        return [(r.region, r.message_index, r.start, r.end) for r in result.regions]
     texts = [message_text(m) for m in result.messages]
-    md = result.metadata
-    system = texts[0]
-    if md.get("memory_placement") == "system":
-        core_len = len(core) if system.startswith(core) else 0
-        starts: list[tuple[Region, int]] = [("core", 0)] if core_len else []
-        has_gap = bool(core_len) and system[core_len:].startswith("\n\n")
-        starts += _tail_starts(system, core_len + 2 if has_gap else core_len, user_message)
-        return _tile(starts, 0, len(system))
-    core_chars = int(md.get("core_chars", len(system)))
-    starts = [("core", 0)]
-    if core_chars < len(system):
-        starts.append(("index", core_chars))
-    spans = _tile(starts, 0, len(system))
     last = len(texts) - 1
+    spans: list[_Span] = [("core", 0, 0, len(texts[0]))] if texts else []
     spans += [("history", i, 0, len(texts[i])) for i in range(1, last)]
     if last > 0:
-        spans += _tile(_tail_starts(texts[last], 0, user_message), last, len(texts[last]))
+        spans.append(("current", last, 0, len(texts[last])))
     return spans
-
-
-def _tile(starts: list[tuple[Region, int]], message_index: int, length: int) -> list[_Span]:
-    """Spans for consecutive regions of one message; each runs to the next one's start."""
-    ends = [start for _, start in starts[1:]] + [length]
-    return [
-        (region, message_index, start, end)
-        for (region, start), end in zip(starts, ends, strict=True)
-    ]
-
-
-def _tail_starts(text: str, start: int, user_message: str) -> list[tuple[Region, int]]:
-    """Where memories, recall and the current turn begin within ``text[start:]``."""
-    marker = f"{CURRENT_MESSAGE_HEADER}\n{user_message}"
-    if text.endswith(marker) and len(text) - len(marker) >= start:
-        current = len(text) - len(marker)
-    else:
-        found = text.rfind(CURRENT_MESSAGE_HEADER, start)
-        current = found if found >= 0 else len(text)
-    reply = text.rfind(LAST_REPLY_HEADER, start, current)
-    if reply >= 0:
-        current = reply
-    starts: list[tuple[Region, int]] = []
-    head = text[start:current]
-    if head.startswith(RECALL_HEADER):
-        starts.append(("recall", start))
-    elif head:
-        starts.append(("memories", start))
-        # Memory lines never hold a newline, so no blank line can precede the recall block.
-        gap = head.find("\n\n" + RECALL_HEADER)
-        if gap >= 0:
-            starts.append(("recall", start + gap))
-    starts.append(("current", current))
-    return starts

@@ -24,7 +24,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from membrane import ContextLayoutEngine
 from membrane.anatomy import cacheable_prefix_tokens, prompt_anatomy, sent_tokens
 from membrane.capabilities import get_cache_pricing
 from membrane.compiler import CompileResult, ContextCompiler
@@ -194,7 +193,6 @@ def run_demo(
     turns = data.turns if turns is None else turns
     memories = data.memories if memories is None else memories
     compiler = ContextCompiler(budget, model_id, data.core_rules, token_scale=1.0)
-    core = ContextLayoutEngine(data.core_rules).build_core()
     counter = TiktokenAdapter("cl100k_base")
     pricing = get_cache_pricing(model_id)
     min_cacheable = pricing.min_tokens if pricing else 1024
@@ -205,7 +203,7 @@ def run_demo(
         result = compiler.compile(
             _retrieve(turn.user, memories), turn.user, conversation_messages=list(history)
         )
-        parts = prompt_anatomy(result, core=core, user_message=turn.user, counter=counter)
+        parts = prompt_anatomy(result, counter=counter)
         same: bool | None = None
         reused = 0
         if previous is not None:
@@ -265,10 +263,7 @@ def _clip(text: str, width: int) -> str:
 def _final_messages(report: TurnReport) -> list[str]:
     """The last compiled prompt, one or a few clipped lines per region."""
     counter = TiktokenAdapter("cl100k_base")
-    core = ContextLayoutEngine(load_demo_data().core_rules).build_core()
-    parts = prompt_anatomy(
-        report.result, core=core, user_message=report.user_message, counter=counter
-    )
+    parts = prompt_anatomy(report.result, counter=counter)
     labels = {
         "core": "core",
         "index": "eviction index",

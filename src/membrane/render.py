@@ -139,7 +139,8 @@ def _common_report(turn: Turn, sent_tokens: int, semantic: SemanticCall | None) 
 def _end_marks(turn: Turn, fitted: FittedTail) -> RegionMarks:
     tail, text = fitted.tail, fitted.text
     current = len(text) - len(tail.end_text)
-    recall = len(tail.memory_text()) + 2 if tail.lines else 0
+    # The blank line between the memories and the recall block belongs to the recall block.
+    recall = (len(tail.memory_text()) if tail.lines else 0) if tail.passages else current
     return RegionMarks(
         (("core", 0), ("index", len(turn.core))),
         (("memories", 0), ("recall", recall), ("current", current)),

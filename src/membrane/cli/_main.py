@@ -53,8 +53,6 @@ def _run_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     anatomy = prompt_anatomy(
         result,
-        core=_core_text(args),
-        user_message=args.user_message,
         counter=TiktokenAdapter(_ENCODING),
     )
     if args.html:
