@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from membrane.messages import message_text
-from membrane.report import RegionName
+from membrane.report import CompileReport, RegionName
 from membrane.tokenizers import TiktokenAdapter, TokenCounter
 
 if TYPE_CHECKING:
@@ -133,7 +133,8 @@ def prompt_anatomy(result: CompileResult, *, counter: TokenCounter | None = None
         for region, index, start, end in _region_spans(result)
         if end > start
     )
-    framing = int(result.metadata.get("message_framing_tokens", 0)) // max(len(texts), 1)
+    report = CompileReport.from_metadata(result.metadata)
+    framing = report.message_framing_tokens // max(len(texts), 1)
     return Anatomy(pieces, framing)
 
 
@@ -146,7 +147,7 @@ def breakpoint_positions(
     taken off so the position lines up with the region totals.
     """
     out = []
-    for point in result.metadata.get("cache_breakpoints") or []:
+    for point in CompileReport.from_metadata(result.metadata).cache_breakpoints:
         framing = anatomy.framing_per_message * (int(point["message_index"]) + 1)
         out.append((int(point["tokens"]) - framing, point))
     return out
@@ -154,14 +155,13 @@ def breakpoint_positions(
 
 def cacheable_prefix_tokens(result: CompileResult) -> int:
     """Provider tokens (framing included) up to the last cache breakpoint; 0 without one."""
-    points = result.metadata.get("cache_breakpoints") or []
+    points = CompileReport.from_metadata(result.metadata).cache_breakpoints
     return int(points[-1]["tokens"]) if points else 0
 
 
 def sent_tokens(result: CompileResult) -> int:
     """Tokens the request carries: the content plus the per-message framing."""
-    md = result.metadata
-    return int(md["token_count"]) + int(md.get("message_framing_tokens", 0))
+    return CompileReport.from_metadata(result.metadata).sent_tokens
 
 
 # ---------------------------------------------------------------------- finding the regions

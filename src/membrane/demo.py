@@ -29,6 +29,7 @@ from membrane.capabilities import get_cache_pricing
 from membrane.compiler import CompileResult, ContextCompiler
 from membrane.messages import Message
 from membrane.records import MemoryItem
+from membrane.report import CompileReport
 from membrane.tokenizers import TiktokenAdapter
 
 __all__ = [
@@ -105,6 +106,11 @@ class TurnReport:
     def sent_tokens(self) -> int:
         return sent_tokens(self.result)
 
+    @property
+    def report(self) -> CompileReport:
+        """The compile's numbers, typed."""
+        return CompileReport.from_metadata(self.result.metadata)
+
 
 @dataclass(frozen=True, slots=True)
 class DemoRun:
@@ -125,18 +131,14 @@ class DemoRun:
 
     @property
     def turns_over_budget(self) -> int:
-        return sum(
-            1
-            for t in self.turns
-            if t.sent_tokens > self.budget or t.result.metadata["budget_exceeded"]
-        )
+        return sum(1 for t in self.turns if t.sent_tokens > self.budget or t.report.budget_exceeded)
 
     @property
     def cut_turns(self) -> tuple[int, ...]:
         """Turns at which more history was dropped than on the turn before."""
         out, before = [], 0
         for t in self.turns:
-            dropped = int(t.result.metadata.get("history_messages_dropped", 0))
+            dropped = t.report.history_messages_dropped
             if dropped > before:
                 out.append(t.turn)
             before = dropped
@@ -144,9 +146,7 @@ class DemoRun:
 
     @property
     def recall_turns(self) -> tuple[int, ...]:
-        return tuple(
-            t.turn for t in self.turns if t.result.metadata.get("history_messages_recalled", 0)
-        )
+        return tuple(t.turn for t in self.turns if t.report.history_messages_recalled)
 
 
 def _words(text: str) -> set[str]:
@@ -207,7 +207,7 @@ def run_demo(
         same: bool | None = None
         reused = 0
         if previous is not None:
-            stable = int(previous.metadata["stable_prefix_messages"])
+            stable = CompileReport.from_metadata(previous.metadata).stable_prefix_messages
             same = _same_messages(previous.messages[:stable], result.messages[:stable])
             prefix = cacheable_prefix_tokens(previous)
             reused = prefix if same and prefix >= min_cacheable else 0
@@ -238,15 +238,13 @@ def _cache_word(report: TurnReport, min_cacheable: int) -> str:
 
 
 def _row(report: TurnReport, run: DemoRun) -> str:
-    md = report.result.metadata
+    md = report.report
     r = report.regions
-    offered = int(md["segments_offered"])
-    kept = int(md["segments_kept"])
-    thinned = int(md["segments_thinned"])
+    offered, kept, thinned = md.segments_offered, md.segments_kept, md.segments_thinned
     sent = report.sent_tokens
     prefix = cacheable_prefix_tokens(report.result)
     memories = f"{kept - thinned}/{thinned}/{offered - kept}"
-    history = f"{md['history_messages_dropped']}/{md['history_messages_recalled']}"
+    history = f"{md.history_messages_dropped}/{md.history_messages_recalled}"
     return (
         f"{report.turn:>4} {r['core']:>6}{r['index']:>6}{r['history']:>6}{r['memories']:>6}"
         f"{r['recall']:>7}{r['current']:>6}   {f'{sent:,}/{run.budget:,}':>13}  "

@@ -13,7 +13,7 @@ import json
 from functools import cache
 from importlib import resources
 from string import Template
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from membrane.anatomy import (
     REGION_LABELS,
@@ -25,6 +25,7 @@ from membrane.anatomy import (
     cacheable_prefix_tokens,
 )
 from membrane.cli._text import plural
+from membrane.report import CompileReport
 
 if TYPE_CHECKING:
     from membrane.compiler import CompileResult
@@ -69,23 +70,24 @@ def _pct(part: float, whole: float) -> str:
 def render_html(result: CompileResult, anatomy: Anatomy) -> str:
     """The whole page for one compile."""
     md = result.metadata
+    report = CompileReport.from_metadata(md)
     totals = anatomy.totals()
-    content = int(md["token_count"])
-    framing = int(md.get("message_framing_tokens", 0))
+    content = report.token_count
+    framing = report.message_framing_tokens
     sent = content + framing
-    budget_counted = int(md.get("tokens_budget_counted", md["tokens_budget"]))
+    budget_counted = report.tokens_budget_counted
     axis = max(budget_counted, sent, 1)
-    title = f"Membrane: compiled prompt for {md.get('model_id') or 'no model'}"
+    title = f"Membrane: compiled prompt for {report.model_id or 'no model'}"
     return _page(
         title=title,
-        placement=str(md.get("memory_placement")),
-        budget=f"{md['tokens_budget']:,}",
+        placement=report.placement,
+        budget=f"{report.tokens_budget:,}",
         budget_counted=f"{budget_counted:,}",
-        token_scale=f"{md.get('token_scale', 1.0):g}",
-        stats=_stats(result, sent),
+        token_scale=f"{report.token_scale:g}",
+        stats=_stats(result, report, sent),
         segments=_segments(totals, framing, axis),
         marks=_marks(result, anatomy, axis),
-        braces=_braces(md, totals, content, axis),
+        braces=_braces(report, totals, content, axis),
         legend_rows=_legend_rows(totals, framing, budget_counted, sent, axis),
         messages=_messages(result, anatomy),
         ref_rows=_ref_rows(result),
@@ -99,20 +101,16 @@ def render_html(result: CompileResult, anatomy: Anatomy) -> str:
     )
 
 
-def _stats(result: CompileResult, sent: int) -> _Markup:
-    md = result.metadata
+def _stats(result: CompileResult, report: CompileReport, sent: int) -> _Markup:
     prefix = cacheable_prefix_tokens(result)
-    offered = int(md.get("segments_offered", 0))
-    kept = int(md.get("segments_kept", 0))
+    offered, kept = report.segments_offered, report.segments_kept
+    dropped, recalled = report.history_messages_dropped, report.history_messages_recalled
     stats = [
-        (f"{sent:,} / {md['tokens_budget']:,}", "tokens sent / budget"),
+        (f"{sent:,} / {report.tokens_budget:,}", "tokens sent / budget"),
         (f"{prefix / sent * 100 if sent else 0:.0f}%", "cacheable prefix"),
         (f"{kept} / {offered}", "memories kept / offered"),
-        (
-            f"{md.get('history_messages_dropped', 0)} / {md.get('history_messages_recalled', 0)}",
-            "history dropped / recalled",
-        ),
-        ("yes" if md.get("prompt_cache_used") else "no", "prompt cache used"),
+        (f"{dropped} / {recalled}", "history dropped / recalled"),
+        ("yes" if report.prompt_cache_used else "no", "prompt cache used"),
     ]
     return _Markup(
         "".join(
@@ -161,9 +159,9 @@ def _marks(result: CompileResult, anatomy: Anatomy, axis: int) -> _Markup:
     return _Markup("".join(out))
 
 
-def _braces(md: dict[str, Any], totals: dict[str, int], content: int, axis: int) -> _Markup:
+def _braces(report: CompileReport, totals: dict[str, int], content: int, axis: int) -> _Markup:
     """Brackets under the bar for the stable prefix and the dynamic tail (end placement)."""
-    if md.get("memory_placement") != "end" or not md.get("cache_breakpoints"):
+    if report.placement != "end" or not report.cache_breakpoints:
         return _Markup("")
     prefix = totals["core"] + totals["index"] + totals["history"]
     return _Markup(

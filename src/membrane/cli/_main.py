@@ -17,6 +17,7 @@ from membrane.compiler import ContextCompiler
 from membrane.errors import InvalidInputError, MembraneError
 from membrane.messages import Message
 from membrane.records import MemoryItem
+from membrane.report import CompileReport
 from membrane.tokenizers import TiktokenAdapter
 
 __all__ = ["main"]
@@ -84,6 +85,7 @@ def _run_quote(args: argparse.Namespace, out: TextIO) -> int:
         conversation_messages=history,
     )
     md = quote.compile_result.metadata
+    report = CompileReport.from_metadata(md)
     if args.json:
         payload = {
             "total_tokens": quote.total_tokens,
@@ -95,8 +97,8 @@ def _run_quote(args: argparse.Namespace, out: TextIO) -> int:
         out.write(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
         return 0
     rows = [
-        ("model", str(md.get("model_id") or "(none)")),
-        ("budget", f"{md['tokens_budget']:,} tokens"),
+        ("model", str(report.model_id or "(none)")),
+        ("budget", f"{report.tokens_budget:,} tokens"),
         ("input tokens", f"{quote.total_tokens:,} (framing and token scale included)"),
         ("price", f"${_money(quote.price_per_1k_input_tokens)} per 1k input tokens"),
         ("estimated cost", f"${_money(quote.estimated_cost_usd)}"),

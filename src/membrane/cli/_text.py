@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from membrane.anatomy import REGION_LABELS, REGIONS, Anatomy, cacheable_prefix_tokens, sent_tokens
 from membrane.capabilities import get_cache_pricing
+from membrane.report import CompileReport
 
 if TYPE_CHECKING:
     from membrane.compiler import CompileResult
@@ -15,14 +16,14 @@ __all__ = ["plural", "render_text"]
 
 def render_text(result: CompileResult, anatomy: Anatomy) -> str:
     """The report ``inspect`` prints without ``--json``."""
-    md = result.metadata
+    report = CompileReport.from_metadata(result.metadata)
     totals = anatomy.totals()
-    content = int(md["token_count"])
+    content = report.token_count
     sent = sent_tokens(result)
-    budget = int(md["tokens_budget"])
+    budget = report.tokens_budget
     lines = [
-        f"membrane inspect: model {md.get('model_id') or '(none)'}, budget {budget:,} tokens, "
-        f"placement {md.get('memory_placement')}, token scale {md.get('token_scale', 1.0):g}",
+        f"membrane inspect: model {report.model_id or '(none)'}, budget {budget:,} tokens, "
+        f"placement {report.placement}, token scale {report.token_scale:g}",
         "",
         "Regions (content tokens)",
         f"  {'region':<16}{'tokens':>8}{'share':>8}  messages",
@@ -35,7 +36,7 @@ def render_text(result: CompileResult, anatomy: Anatomy) -> str:
         )
     lines.append(f"  {'total':<16}{content:>8,}")
     lines.append(
-        f"  + framing {md.get('message_framing_tokens', 0)} = {sent:,} sent of {budget:,} "
+        f"  + framing {report.message_framing_tokens} = {sent:,} sent of {budget:,} "
         f"({sent / budget * 100:.1f}% of the budget)"
     )
     lines += ["", "Messages"]
@@ -52,51 +53,47 @@ def render_text(result: CompileResult, anatomy: Anatomy) -> str:
             lines.append(f"  [Mem:{number}]  {ref}  ({result.ref_map_type.get(number, '?')})")
     else:
         lines.append("  (no memory reached the prompt)")
-    lines += ["", "Trimming"] + [f"  {line}" for line in _trimming_lines(md)]
-    lines += ["", "Cache"] + [f"  {line}" for line in _cache_lines(result)]
+    lines += ["", "Trimming"] + [f"  {line}" for line in _trimming_lines(report)]
+    lines += ["", "Cache"] + [f"  {line}" for line in _cache_lines(result, report)]
     return "\n".join(lines) + "\n"
 
 
-def _trimming_lines(md: dict[str, Any]) -> list[str]:
-    offered = int(md.get("segments_offered", 0))
-    kept = int(md.get("segments_kept", 0))
-    thinned = int(md.get("segments_thinned", 0))
+def _trimming_lines(report: CompileReport) -> list[str]:
+    offered, kept = report.segments_offered, report.segments_kept
+    thinned = report.segments_thinned
     out = [
         f"memories: {offered} offered, {kept - thinned} in full, {thinned} thinned, "
-        f"{offered - kept} dropped; {md.get('memories_truncated', 0)} capped in length",
+        f"{offered - kept} dropped; {report.memories_truncated} capped in length",
     ]
-    if md.get("memory_placement") == "end":
+    if report.placement == "end":
         out.append(
-            f"history: {md.get('history_messages_dropped', 0)} messages dropped, "
-            f"{md.get('history_messages_recalled', 0)} passages recalled, index "
-            f"{md.get('history_index_lines', 0)} lines / {md.get('history_index_tokens', 0)} "
-            "tokens"
+            f"history: {report.history_messages_dropped} messages dropped, "
+            f"{report.history_messages_recalled} passages recalled, index "
+            f"{report.history_index_lines} lines / {report.history_index_tokens} tokens"
         )
-    out.append(f"tokens trimmed: {md.get('tokens_trimmed', 0):,}")
-    exceeded = bool(md.get("budget_exceeded"))
+    out.append(f"tokens trimmed: {report.tokens_trimmed:,}")
     out.append(
         "over budget: YES (the content that is never cut does not fit)"
-        if exceeded
+        if report.budget_exceeded
         else "over budget: no"
     )
     return out
 
 
-def _cache_lines(result: CompileResult) -> list[str]:
-    md = result.metadata
-    points = md.get("cache_breakpoints") or []
-    pricing = get_cache_pricing(md["model_id"]) if md.get("model_id") else None
+def _cache_lines(result: CompileResult, report: CompileReport) -> list[str]:
+    points = report.cache_breakpoints
+    pricing = get_cache_pricing(report.model_id) if report.model_id else None
     prefix = cacheable_prefix_tokens(result)
-    used = "yes" if md.get("prompt_cache_used") else "no"
+    used = "yes" if report.prompt_cache_used else "no"
     reason = ""
-    if not md.get("prompt_cache_used"):
-        if not md.get("model_id"):
+    if not report.prompt_cache_used:
+        if not report.model_id:
             reason = " (no --model-id given)"
-        elif md.get("cache_mode") is None:
+        elif report.cache_mode is None:
             reason = " (the capability map lists no prompt caching for this model)"
         elif pricing is not None:
             reason = f" (prefix {prefix:,} tokens, model minimum {pricing.min_tokens:,})"
-    out = [f"mode: {md.get('cache_mode') or 'none'}; prompt cache used: {used}{reason}"]
+    out = [f"mode: {report.cache_mode or 'none'}; prompt cache used: {used}{reason}"]
     for point in points:
         where = f"after message {point['message_index']}"
         if "chars" in point:
