@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from membrane import ContextCompiler
 from membrane.lod import LocalEmbedder, local_embedder
 from tests.lod.samples import QUESTION, memories
 
@@ -20,6 +19,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def test_ranking_by_meaning_example_verbatim(no_network: list[str]) -> None:
+    from membrane import ContextCompiler
     from membrane.lod import fastembed_embedder  # pip install "membrane-aol[lod]"
 
     compiler = ContextCompiler(max_tokens=8000, model_id="openai/gpt-4o",
@@ -38,6 +38,7 @@ def test_ranking_by_meaning_example_verbatim(no_network: list[str]) -> None:
 def test_ranking_by_meaning_example_with_a_model_on_disk(
     fastembed_dir: Path, embedder: LocalEmbedder, no_network: list[str]
 ) -> None:
+    from membrane import ContextCompiler
     from membrane.lod import fastembed_embedder
 
     compiler = ContextCompiler(max_tokens=8000, model_id="openai/gpt-4o",
