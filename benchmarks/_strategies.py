@@ -35,6 +35,7 @@ __all__ = [
     "StrategyUnavailable",
     "make_strategy",
     "memory_block",
+    "shared_local_embedder",
 ]
 
 OPENAI_MODEL = "openai/gpt-4o"
@@ -604,6 +605,41 @@ def _membrane_system() -> Strategy:
     )
 
 
+_EMBEDDERS: dict[str, Any] = {}
+
+
+def shared_local_embedder() -> Any:
+    """The bundled local embedder, loaded once per process and shared by every conversation.
+
+    Each conversation still gets its own compiler, so nothing embedded for one conversation is
+    reused by another; only the model load (about a second) is paid once.
+    """
+    if "local" not in _EMBEDDERS:
+        try:
+            from membrane.errors import EmbedderUnavailable
+            from membrane.lod import local_embedder
+        except ImportError as exc:
+            raise StrategyUnavailable(f"membrane.lod cannot be imported ({exc})") from exc
+        try:
+            model = local_embedder()
+            model.load()
+        except EmbedderUnavailable as exc:
+            raise StrategyUnavailable(str(exc)) from exc
+        _EMBEDDERS["local"] = model
+    return _EMBEDDERS["local"]
+
+
+def _membrane_embed() -> Strategy:
+    return MembraneStrategy(
+        "membrane-embed",
+        "Membrane, embedder=local_embedder()",
+        "Defaults plus embedder=membrane.lod.local_embedder() (all-MiniLM-L6-v2 int8 ONNX, one "
+        "thread): similarity to the question is a third vote in rank fusion for memories and "
+        "recalled passages. Needs the embed extra.",
+        embedder=shared_local_embedder(),
+    )
+
+
 ALL_STRATEGIES: dict[str, Callable[[], Strategy]] = {
     "naive": Naive,
     "langchain": LangChainTrim,
@@ -614,6 +650,7 @@ ALL_STRATEGIES: dict[str, Callable[[], Strategy]] = {
     "membrane_cheap": _membrane_cheap,
     "membrane_cheap_wide": _membrane_cheap_wide_index,
     "membrane_system": _membrane_system,
+    "membrane-embed": _membrane_embed,
 }
 
 
