@@ -11,6 +11,7 @@ import pytest
 
 from membrane import (
     ContextCompiler,
+    EmbedderUnavailable,
     InvalidInputError,
     MembraneError,
     MemoryCollisionError,
@@ -59,6 +60,7 @@ def test_error_tree() -> None:
     for cls in (
         ReservedContentOverBudget,
         TokenizerDataError,
+        EmbedderUnavailable,
         StoreUnavailable,
         MemoryCollisionError,
     ):
@@ -66,6 +68,7 @@ def test_error_tree() -> None:
         assert not issubclass(cls, InvalidInputError)
     assert sorted(error_names) == sorted(
         [
+            "EmbedderUnavailable",
             "InvalidInputError",
             "MembraneError",
             "MemoryCollisionError",
