@@ -87,7 +87,7 @@ class LocalEmbedder:
 
     dimension = 384
     #: The topic-shift threshold measured for this model (see docs/lod.md): on 16 hand-written
-    #: pairs, continuations scored 0.35-0.86 and changes of subject 0.92-1.04, so the seed's
+    #: pairs, continuations scored 0.35-0.86 and changes of subject 0.92-1.04, so the default
     #: 0.35 (chosen for another model) would call nearly every follow-up a shift.
     attention_shift_threshold = 0.89
 
