@@ -35,6 +35,7 @@ __all__ = [
     "StrategyUnavailable",
     "make_strategy",
     "memory_block",
+    "shared_local_embedder",
 ]
 
 OPENAI_MODEL = "openai/gpt-4o"
@@ -604,6 +605,68 @@ def _membrane_system() -> Strategy:
     )
 
 
+_EMBEDDERS: dict[str, Any] = {}
+
+
+def shared_local_embedder() -> Any:
+    """The bundled local embedder, loaded once per process and shared by every conversation.
+
+    Each conversation still gets its own compiler, so nothing embedded for one conversation is
+    reused by another; only the model load (about a second) is paid once.
+    """
+    if "local" not in _EMBEDDERS:
+        try:
+            from membrane.errors import EmbedderUnavailable
+            from membrane.lod import local_embedder
+        except ImportError as exc:
+            raise StrategyUnavailable(f"membrane.lod cannot be imported ({exc})") from exc
+        try:
+            model = local_embedder()
+            model.load()
+        except EmbedderUnavailable as exc:
+            raise StrategyUnavailable(str(exc)) from exc
+        _EMBEDDERS["local"] = model
+    return _EMBEDDERS["local"]
+
+
+class _ConversationVectors:
+    """One conversation's vectors, shared by its OpenAI compiler and its untimed Anthropic twin.
+
+    The timed compile runs first each turn and pays for every new text; the twin then finds
+    them here instead of running the model a second time (it would double the suite's time and
+    change nothing that is measured).
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.vectors: dict[str, list[float]] = {}
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if missing:
+            self.vectors.update(zip(missing, self.model(missing), strict=True))
+        return [self.vectors[t] for t in texts]
+
+
+class MembraneEmbedStrategy(MembraneStrategy):
+    """Membrane with the local embedder; each conversation starts with no vectors."""
+
+    def __init__(self) -> None:
+        model = shared_local_embedder()
+        super().__init__(
+            "membrane-embed",
+            "Membrane, embedder=local_embedder()",
+            "Defaults plus embedder=membrane.lod.local_embedder() (all-MiniLM-L6-v2 int8 ONNX, "
+            "one thread): similarity to the question is a third vote in rank fusion for "
+            "memories and recalled passages. Needs the embed extra.",
+        )
+        self._model = model
+
+    def start(self, scenario: Scenario) -> None:
+        self._options["embedder"] = _ConversationVectors(self._model)
+        super().start(scenario)
+
+
 ALL_STRATEGIES: dict[str, Callable[[], Strategy]] = {
     "naive": Naive,
     "langchain": LangChainTrim,
@@ -614,6 +677,7 @@ ALL_STRATEGIES: dict[str, Callable[[], Strategy]] = {
     "membrane_cheap": _membrane_cheap,
     "membrane_cheap_wide": _membrane_cheap_wide_index,
     "membrane_system": _membrane_system,
+    "membrane-embed": MembraneEmbedStrategy,
 }
 
 

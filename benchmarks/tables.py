@@ -36,6 +36,7 @@ ORDER = (
     "membrane_cheap",
     "membrane_cheap_wide",
     "membrane_system",
+    "membrane-embed",
 )
 SHORT = {
     "naive": "Naive",
@@ -47,6 +48,7 @@ SHORT = {
     "membrane_cheap": "M. cheap",
     "membrane_cheap_wide": "M. cheap, wide index",
     "membrane_system": "M. system",
+    "membrane-embed": "M. + embedder",
 }
 PEERS = ("naive", "langchain", "llamaindex_buffer", "llamaindex_memory", "priompt")
 KINDS = ("memory", "history", "tool", "paste")

@@ -11,6 +11,7 @@ import pytest
 
 from membrane import (
     ContextCompiler,
+    EmbedderUnavailable,
     InvalidInputError,
     MembraneError,
     MemoryCollisionError,
@@ -57,6 +58,7 @@ def test_error_tree() -> None:
     assert issubclass(ToolPairingError, InvalidInputError)
     for cls in (
         TokenizerDataError,
+        EmbedderUnavailable,
         StoreUnavailable,
         MemoryCollisionError,
     ):
@@ -64,6 +66,7 @@ def test_error_tree() -> None:
         assert not issubclass(cls, InvalidInputError)
     assert sorted(error_names) == sorted(
         [
+            "EmbedderUnavailable",
             "InvalidInputError",
             "MembraneError",
             "MemoryCollisionError",

@@ -26,6 +26,7 @@ from membrane.compiler import (
     compile_anonymous,
 )
 from membrane.errors import (
+    EmbedderUnavailable,
     InvalidInputError,
     MembraneError,
     MemoryCollisionError,
@@ -39,6 +40,11 @@ from membrane.interrupt import (
     contains_interrupt,
     parse_interrupt,
     strip_all_interrupts,
+)
+from membrane.lod import (
+    LOD_ATTENTION_SHIFT_COSINE_THRESHOLD,
+    compute_attention_shift,
+    compute_attention_shift_with_embeddings,
 )
 from membrane.providers import (
     anthropic_request,
@@ -77,6 +83,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "INTERRUPT_INSTRUCTION",
+    "LOD_ATTENTION_SHIFT_COSINE_THRESHOLD",
     "TIER_EPISODIC",
     "TIER_PROCEDURAL",
     "TIER_SEMANTIC",
@@ -86,6 +93,7 @@ __all__ = [
     "ContextCompiler",
     "ContextLayoutEngine",
     "CostQuote",
+    "EmbedderUnavailable",
     "EpisodicMemory",
     "GlaciatedPrompt",
     "InMemoryStateStore",
@@ -112,6 +120,8 @@ __all__ = [
     "bedrock_converse_request",
     "build_system_messages",
     "compile_anonymous",
+    "compute_attention_shift",
+    "compute_attention_shift_with_embeddings",
     "contains_interrupt",
     "count_tokens",
     "gemini_request",

@@ -13,6 +13,7 @@ __all__ = [
     "DEFAULT_KEYFRAME_TOKENS",
     "DEFAULT_MESSAGE_OVERHEAD_TOKENS",
     "capability_map_path",
+    "lod_attention_shift_cosine_threshold",
     "max_cacheable_prefix_tokens",
     "memory_text_max_chars",
     "preflight_analyst_model",
@@ -73,3 +74,26 @@ def capability_map_path() -> str | None:
 def redis_url() -> str | None:
     """Default Redis URL for ref-map persistence and the Redis state store."""
     return os.environ.get("MEMBRANE_REDIS_URL") or os.environ.get("REDIS_URL") or None
+
+
+def lod_attention_shift_cosine_threshold(default: float = 0.35) -> float:
+    """Cosine distance from recent user messages at which a new message counts as a topic shift.
+
+    ``default`` applies when the variable is unset (an embedder may bring its own measured one).
+    """
+    raw = os.environ.get("LOD_ATTENTION_SHIFT_COSINE_THRESHOLD", "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(
+            "environment variable LOD_ATTENTION_SHIFT_COSINE_THRESHOLD must be a number, "
+            f"got {raw!r}"
+        ) from None
+    if not 0.0 < value <= 2.0:
+        raise ValueError(
+            "environment variable LOD_ATTENTION_SHIFT_COSINE_THRESHOLD must be a cosine distance "
+            f"in (0, 2], got {raw!r}"
+        )
+    return value

@@ -6,6 +6,7 @@ Every error the library raises on purpose derives from :class:`MembraneError`::
     ├── InvalidInputError          bad arguments or malformed messages/memories (also a ValueError)
     │   └── ToolPairingError       a tool result without its call, or a call without its result
     ├── TokenizerDataError         a bundled encoding file is missing or fails its hash check
+    ├── EmbedderUnavailable        an embedding model or the packages it runs on are missing
     ├── StoreUnavailable           the state store (e.g. Redis) cannot be reached
     └── MemoryCollisionError       a framework's own memory is active beside Membrane
 
@@ -16,6 +17,7 @@ Programming mistakes such as a wrong argument type raise plain ``TypeError``.
 from __future__ import annotations
 
 __all__ = [
+    "EmbedderUnavailable",
     "InvalidInputError",
     "MembraneError",
     "MemoryCollisionError",
@@ -54,6 +56,17 @@ class TokenizerDataError(MembraneError):
     def __init__(self, message: str, *, encoding: str) -> None:
         super().__init__(message)
         self.encoding = encoding
+
+
+class EmbedderUnavailable(MembraneError):
+    """An embedding model cannot run: a package is missing, or its files are missing or altered.
+
+    ``embedder`` names the model or path that was asked for.
+    """
+
+    def __init__(self, message: str, *, embedder: str) -> None:
+        super().__init__(message)
+        self.embedder = embedder
 
 
 class StoreUnavailable(MembraneError):
