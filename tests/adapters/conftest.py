@@ -37,6 +37,23 @@ if CREWAI_ENV:
     ]
 
 
+# CrewAI's import chain warns on import (ImportWarning from its lazy subpackages, pydantic and
+# third-party deprecations); those are not ours, and the run treats warnings as errors.
+CREWAI_WARNINGS = (
+    "ignore::ImportWarning",
+    "ignore::DeprecationWarning",
+    "ignore::PendingDeprecationWarning",
+    "ignore::pydantic.warnings.PydanticDeprecatedSince20",
+    "ignore::UserWarning",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if CREWAI_ENV:
+        for line in CREWAI_WARNINGS:
+            config.addinivalue_line("filterwarnings", line)
+
+
 def _loopback(address: Any) -> bool:
     if not isinstance(address, tuple):
         return True  # AF_UNIX paths and the like stay on this machine
