@@ -43,8 +43,9 @@ def _documents(n: int) -> list[Document]:
 
 
 def _history() -> list[ChatMessage]:
-    call = ToolCall(tool_name="lookup_office", arguments={"office": 2, "fields": ["city"]},
-                    id="call_9")
+    call = ToolCall(
+        tool_name="lookup_office", arguments={"office": 2, "fields": ["city"]}, id="call_9"
+    )
     out = []
     for t in range(12):
         out.append(ChatMessage.from_user(f"Tell me about office {t} and its staff."))
@@ -63,9 +64,8 @@ def _sent_tokens(messages: list[ChatMessage]) -> int:
     for m in from_haystack_messages(messages):
         text = m["content"] or ""
         for call in m.get("tool_calls", ()):
-            text = "\n".join(
-                [t for t in (text, f"{call['function']['name']}({call['function']['arguments']})") if t]
-            )
+            fn = call["function"]
+            text = "\n".join(t for t in (text, f"{fn['name']}({fn['arguments']})") if t)
         texts.append(text)
     return _budget.count_chat(texts)
 
@@ -83,8 +83,13 @@ def test_pipeline_sends_the_budgeted_prompt_with_its_ref_map() -> None:
     pipe, llm = _pipeline(600)
     docs = _documents(30)
     out = pipe.run(
-        {"prompt_builder": {"question": "Where is office 2?", "documents": docs,
-                            "history": _history()}},
+        {
+            "prompt_builder": {
+                "question": "Where is office 2?",
+                "documents": docs,
+                "history": _history(),
+            }
+        },
         include_outputs_from={"prompt_builder"},
     )
     assert out["llm"]["replies"][0].text == "Berlin [Mem:2]."
@@ -116,7 +121,8 @@ def test_pipeline_sends_the_budgeted_prompt_with_its_ref_map() -> None:
 def test_tool_calls_survive_and_the_output_shape_matches_chat_prompt_builder() -> None:
     from haystack.components.builders import ChatPromptBuilder
 
-    theirs = set(ChatPromptBuilder(template=[ChatMessage.from_user("x")]).__haystack_output__._sockets_dict)
+    theirs_builder = ChatPromptBuilder(template=[ChatMessage.from_user("x")])
+    theirs = set(theirs_builder.__haystack_output__._sockets_dict)
     ours = set(MembranePromptBuilder(100).__haystack_output__._sockets_dict)
     assert theirs <= ours and ours - theirs == {"ref_map", "metadata"}
 

@@ -93,8 +93,11 @@ def test_template_is_a_prompt_template_composing_in_lcel_within_budget() -> None
     model = FakeListChatModel(responses=["Region 3 ships in 5 days [Mem:4]."])
     chain = prompt | model | StrOutputParser()
     capture = Capture()
-    inputs = {"question": "How fast does region 3 ship?", "memories": _docs(40),
-              "history": _history(30)}
+    inputs = {
+        "question": "How fast does region 3 ship?",
+        "memories": _docs(40),
+        "history": _history(30),
+    }
     answer = chain.invoke(inputs, config={"callbacks": [capture]})
     assert answer == "Region 3 ships in 5 days [Mem:4]."
 
@@ -159,8 +162,9 @@ class CitingChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "citing-test-model"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         time.sleep(random.random() * 0.02)
         text = str(messages[-1].content)
         region = re.search(r"code of region (\d+)\?", text)
@@ -174,8 +178,9 @@ class CitingChatModel(BaseChatModel):
 def test_batch_with_concurrency_pairs_each_answer_with_its_own_ref_map() -> None:
     prompt = MembranePromptTemplate(max_tokens=3000, core_content=CORE)
     chain = cited_chain(prompt, CitingChatModel())
-    facts = [Document(id=f"doc-{k}", page_content=f"Region {k} uses code Z{k * 13}.")
-             for k in range(16)]
+    facts = [
+        Document(id=f"doc-{k}", page_content=f"Region {k} uses code Z{k * 13}.") for k in range(16)
+    ]
     inputs = []
     for i in range(16):
         # Each request sees the memories in its own order, so [Mem:N] differs per request.

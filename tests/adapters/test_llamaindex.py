@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from llama_index.core import Settings
 from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.bridge.pydantic import Field
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
@@ -46,7 +47,7 @@ class FixedRetriever(BaseRetriever):
 class PromptRecorder(BaseEventHandler):
     """Keeps the token count of every prompt an LLM is called with, counted independently."""
 
-    sent: list[tuple[str, int, str]] = []
+    sent: list[tuple[str, int, str]] = Field(default_factory=list)
 
     @classmethod
     def class_name(cls) -> str:
@@ -84,8 +85,11 @@ def _nodes(n: int) -> list[NodeWithScore]:
         node = TextNode(
             id_=f"node-{i}",
             text=text,
-            metadata={"file_name": f"handbook_{i}.pdf", "page": i,
-                      **({"memory_type": "episodic"} if i % 4 == 3 else {})},
+            metadata={
+                "file_name": f"handbook_{i}.pdf",
+                "page": i,
+                **({"memory_type": "episodic"} if i % 4 == 3 else {}),
+            },
         )
         out.append(NodeWithScore(node=node, score=1.0 - i / 100))
     return out
@@ -133,9 +137,7 @@ def test_every_prompt_the_synthesizer_sends_fits(
         if mode == ResponseMode.COMPACT:
             assert text in first
     if mode == ResponseMode.COMPACT:
-        largest = post.prompt_tokens(
-            [n.node.get_content() for n in kept], QUERY, _counter()
-        )
+        largest = post.prompt_tokens([n.node.get_content() for n in kept], QUERY, _counter())
         assert prompts[0][1] <= largest <= budget
 
 

@@ -93,9 +93,7 @@ async def _session_calls() -> dict[str, Any]:
                     "memories": MEMORIES[:2],
                 },
             )
-            bad = await session.call_tool(
-                "compile", {"user_message": "hi", "max_tokens": "many"}
-            )
+            bad = await session.call_tool("compile", {"user_message": "hi", "max_tokens": "many"})
             return {"tools": tools, "compile": compiled, "quote": quoted, "bad": bad}
 
 
@@ -106,8 +104,10 @@ def test_mcp_round_trip_over_stdio() -> None:
 
     tools = {t.name: t for t in out["tools"].tools}
     assert set(tools) == {"compile", "quote"}
-    schema = tools["compile"].inputSchema if hasattr(tools["compile"], "inputSchema") else (
-        tools["compile"].input_schema
+    schema = (
+        tools["compile"].inputSchema
+        if hasattr(tools["compile"], "inputSchema")
+        else (tools["compile"].input_schema)
     )
     assert set(schema["required"]) == {"user_message", "max_tokens"}
     assert schema["properties"]["max_tokens"]["type"] == "integer"

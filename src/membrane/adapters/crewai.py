@@ -21,6 +21,7 @@ from typing import Any
 
 from crewai import Agent, Task
 from crewai.llms.base_llm import BaseLLM
+from pydantic import Field
 
 from membrane.adapters._common import kept_memory_lines, new_compiler
 from membrane.config import DEFAULT_MESSAGE_OVERHEAD_TOKENS
@@ -53,10 +54,10 @@ class AgentPrompt:
     prompt_tokens: int = 0
 
 
-class _RecordingLLM(BaseLLM):
+class _RecordingLLM(BaseLLM):  # type: ignore[misc]
     """Records the messages CrewAI sends and answers with a final answer at once."""
 
-    sent: list[list[dict[str, Any]]] = []
+    sent: list[list[dict[str, Any]]] = Field(default_factory=list)
     function_calling: bool = False
     stop_words: bool = True
     window: int = 8192
@@ -162,8 +163,10 @@ def compile_for_agent(
     if model_id is not None:
         options["model_id"] = model_id
     counter: TokenCounter = options.get("token_counter") or TiktokenAdapter()
-    items = [m if isinstance(m, MemoryItem) or hasattr(m, "memory_kind") else
-             document_to_memory(m) for m in memories]
+    items = [
+        m if isinstance(m, MemoryItem) or hasattr(m, "memory_kind") else document_to_memory(m)
+        for m in memories
+    ]
 
     scaffolding, _ = measure_prompt(agent, task, counter)
     empty = new_compiler(max_tokens, options).compile([], task.description)

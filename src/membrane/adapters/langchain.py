@@ -66,7 +66,7 @@ class MembranePromptValue(ChatPromptValue):
     ref_map: dict[int, str] = Field(default_factory=dict)
     ref_map_type: dict[int, str] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    type: Literal["MembranePromptValue"] = "MembranePromptValue"  # type: ignore[assignment]
+    type: Literal["MembranePromptValue"] = "MembranePromptValue"
 
     @classmethod
     def from_result(cls, result: CompileResult) -> MembranePromptValue:
@@ -79,7 +79,7 @@ class MembranePromptValue(ChatPromptValue):
         )
 
 
-class MembranePromptTemplate(BasePromptTemplate[ChatPromptValue]):
+class MembranePromptTemplate(BasePromptTemplate[str]):
     """A chat prompt compiled by Membrane under ``max_tokens``.
 
     Input keys (names configurable): ``question`` (required, the current user turn),
@@ -199,7 +199,9 @@ def _as_memory(item: object) -> object:
 # ---------------------------------------------------------------------------- messages
 
 
-def from_langchain_messages(messages: Sequence[BaseMessage | Mapping[str, Any]]) -> list[dict[str, Any]]:
+def from_langchain_messages(
+    messages: Sequence[BaseMessage | Mapping[str, Any]],
+) -> list[dict[str, Any]]:
     """LangChain messages as OpenAI-style dicts (tool calls and tool results included)."""
     out: list[dict[str, Any]] = []
     for message in messages:
@@ -321,7 +323,7 @@ def _walk(root: object) -> Iterator[tuple[str, object]]:
 
 
 def _legacy_memory(node: object) -> object | None:
-    memory = getattr(node, "memory", None)
+    memory: object | None = getattr(node, "memory", None)
     if memory is not None and hasattr(memory, "load_memory_variables"):
         return memory
     return None
@@ -375,7 +377,7 @@ def disable_langchain_memory(chain: Runnable[Any, Any]) -> Runnable[Any, Any]:
         from langchain_core.runnables import RunnableSequence
 
         new_steps = [disable_langchain_memory(step) for step in steps]
-        if any(a is not b for a, b in zip(new_steps, steps)):
+        if any(a is not b for a, b in zip(new_steps, steps, strict=True)):
             return RunnableSequence(*new_steps)
     for _path, node in _walk(chain):
         if _legacy_memory(node) is not None:

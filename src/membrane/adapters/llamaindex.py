@@ -159,9 +159,9 @@ def _template_tokens(
     framing = DEFAULT_MESSAGE_OVERHEAD_TOKENS
     fill = {**values, "existing_answer": ""}
     if isinstance(template, ChatPromptTemplate):
-        messages = template.format_messages(**fill)
+        messages = template.format_messages(llm=None, **fill)
         return sum(counter.count(m.content or "") + framing for m in messages)
-    return counter.count(template.format(**fill)) + framing
+    return counter.count(template.format(llm=None, **fill)) + framing
 
 
 def _ordered_lines(result: CompileResult) -> list[tuple[int, str]]:

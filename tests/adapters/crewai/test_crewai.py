@@ -12,6 +12,7 @@ import pytest
 from crewai import Agent, Crew, Task
 from crewai.llms.base_llm import BaseLLM
 from crewai.tools import tool
+from pydantic import Field
 
 from membrane.adapters.crewai import (
     compile_for_agent,
@@ -27,11 +28,18 @@ from tests.adapters import _budget
 class CitingLLM(BaseLLM):
     """Keeps every request and answers with the memory that names the asked region."""
 
-    sent: list[list[dict[str, Any]]] = []
+    sent: list[list[dict[str, Any]]] = Field(default_factory=list)
 
-    def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
-             available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
-             response_model: Any = None) -> str:
+    def call(
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> str:
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         self.sent.append([dict(m) for m in messages])
@@ -54,9 +62,14 @@ def _memories(n: int) -> list[MemoryItem]:
 
 
 def _agent(llm: BaseLLM, **kwargs: Any) -> Agent:
-    return Agent(role="Support agent", goal="Answer refund questions with citations",
-                 backstory="You work for a shop with many regions.", llm=llm, verbose=False,
-                 **kwargs)
+    return Agent(
+        role="Support agent",
+        goal="Answer refund questions with citations",
+        backstory="You work for a shop with many regions.",
+        llm=llm,
+        verbose=False,
+        **kwargs,
+    )
 
 
 def _sent_tokens(messages: list[dict[str, Any]]) -> int:
@@ -72,8 +85,11 @@ def test_crew_prompt_fits_and_citations_resolve(with_tool: bool) -> None:
 
     llm = CitingLLM(model="citing-test", sent=[])
     agent = _agent(llm, tools=[order_lookup] if with_tool else [])
-    task = Task(description="How long do refunds in region 7 take to process?",
-                expected_output="The number of days, with a [Mem:N] citation.", agent=agent)
+    task = Task(
+        description="How long do refunds in region 7 take to process?",
+        expected_output="The number of days, with a [Mem:N] citation.",
+        agent=agent,
+    )
     prompt = compile_for_agent(agent, task, _memories(40), max_tokens=700)
     assert task.description == "How long do refunds in region 7 take to process?"
     assert prompt.task.description.startswith(task.description)
@@ -118,28 +134,34 @@ def test_memory_switched_on_collides() -> None:
         compile_for_agent(with_memory, task, _memories(2), max_tokens=500)
     assert err.value.framework == "crewai"
     plain = _agent(llm)
-    crew = Crew(agents=[plain], tasks=[Task(description="Q?", expected_output="A.", agent=plain)],
-                memory=True)
+    crew = Crew(
+        agents=[plain],
+        tasks=[Task(description="Q?", expected_output="A.", agent=plain)],
+        memory=True,
+    )
     with pytest.raises(MemoryCollisionError, match=r"Crew\.memory"):
         detect_memory_collision(crew)
     assert detect_memory_collision(crew, membrane_active=False) == ["Crew.memory=True"]
-    quiet = Crew(agents=[plain], tasks=[Task(description="Q?", expected_output="A.",
-                                             agent=plain)])
+    quiet = Crew(agents=[plain], tasks=[Task(description="Q?", expected_output="A.", agent=plain)])
     assert detect_memory_collision(quiet) == []
 
 
 def test_documents_become_memories() -> None:
-    m = document_to_memory({"id": "kb-1", "content": "Refunds take 5 days.",
-                            "metadata": {"priority": 1}, "score": 0.9})
+    m = document_to_memory(
+        {"id": "kb-1", "content": "Refunds take 5 days.", "metadata": {"priority": 1}, "score": 0.9}
+    )
     assert (m.id, m.content, m.priority) == ("kb-1", "Refunds take 5 days.", 1)
     with pytest.raises(InvalidInputError):
         document_to_memory({"content": "no id"})
     llm = CitingLLM(model="citing-test", sent=[])
     agent = _agent(llm)
-    task = Task(description="How long do refunds in region 0 take?", expected_output="Days.",
-                agent=agent)
+    task = Task(
+        description="How long do refunds in region 0 take?", expected_output="Days.", agent=agent
+    )
     prompt = compile_for_agent(
-        agent, task, [{"id": "kb-1", "content": "Policy 0: refunds in region 0 take 3 days."}],
+        agent,
+        task,
+        [{"id": "kb-1", "content": "Policy 0: refunds in region 0 take 3 days."}],
         max_tokens=2000,
     )
     assert prompt.ref_map == {1: "kb-1"}
