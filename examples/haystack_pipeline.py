@@ -11,13 +11,13 @@ from typing import Any
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-from haystack import Document, Pipeline, component  # noqa: E402
-from haystack.components.retrievers.in_memory import InMemoryBM25Retriever  # noqa: E402
-from haystack.dataclasses import ChatMessage  # noqa: E402
-from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: E402
+from haystack import Document, Pipeline, component
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+from haystack.dataclasses import ChatMessage
+from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from membrane import count_tokens  # noqa: E402
-from membrane.adapters.haystack import MembranePromptBuilder  # noqa: E402
+from membrane import count_tokens
+from membrane.adapters.haystack import MembranePromptBuilder
 
 BUDGET = 500
 

@@ -45,7 +45,8 @@ print("prompt tokens:", out["metadata"]["token_count"], "of", BUDGET)
 
 assert cited == ["kb-refunds"]
 assert out["metadata"]["segments_kept"] < len(documents)
-value = prompt.invoke({"question": "Can I still return it?", "memories": documents,
-                       "history": history})
+value = prompt.invoke(
+    {"question": "Can I still return it?", "memories": documents, "history": history}
+)
 sent = sum(count_tokens(str(m.content)) + 3 for m in value.to_messages())
 assert sent <= BUDGET, sent

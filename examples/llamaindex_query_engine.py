@@ -59,8 +59,9 @@ class Recorder(BaseEventHandler):
 get_dispatcher().add_event_handler(Recorder())
 engine = RetrieverQueryEngine(
     retriever=Handbook(),
-    response_synthesizer=get_response_synthesizer(llm=MockLLM(max_tokens=8),
-                                                  response_mode="compact"),
+    response_synthesizer=get_response_synthesizer(
+        llm=MockLLM(max_tokens=8), response_mode="compact"
+    ),
     node_postprocessors=[MembraneNodePostprocessor(max_tokens=BUDGET, answer_tokens=8)],
 )
 response = engine.query("When does the zone 3 warehouse open?")
