@@ -142,3 +142,17 @@ def test_documents_become_memories() -> None:
     assert (m.id, m.content, m.priority, m.memory_type) == ("d1", "abc", 1, "semantic")
     auto = Document(content="no id given")
     assert haystack_document_to_memory(auto).id == auto.id != ""
+
+
+def test_the_builder_survives_pipeline_serialization() -> None:
+    pipe = Pipeline()
+    pipe.add_component("prompt_builder", MembranePromptBuilder(321, core_content=CORE))
+    yaml = pipe.dumps()
+    # Haystack loads only classes from modules the caller trusts.
+    loaded = Pipeline.loads(yaml, allowed_modules=["membrane.adapters.haystack"])
+    builder = loaded.get_component("prompt_builder")
+    assert isinstance(builder, MembranePromptBuilder)
+    assert (builder.max_tokens, builder.core_content) == (321, CORE)
+    original = pipe.get_component("prompt_builder").run(question="Q?", documents=_documents(5))
+    again = builder.run(question="Q?", documents=_documents(5))
+    assert again == original
