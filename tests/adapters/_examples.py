@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# Its sitecustomize refuses connections off loopback in the spawned interpreter too.
+LOOPBACK_SITE = Path(__file__).resolve().parent / "loopback_site"
 QUIET = {
     "CREWAI_DISABLE_TELEMETRY": "true",
     "CREWAI_DISABLE_TRACKING": "true",
@@ -18,9 +20,11 @@ QUIET = {
 
 def run_example(name: str) -> str:
     env = {**os.environ, **QUIET}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(LOOPBACK_SITE), str(ROOT / "src"), env.get("PYTHONPATH", "")]
+    )
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / name)],
+        [sys.executable, str(ROOT / "examples" / name)],  # an absolute name is used as is
         capture_output=True,
         text=True,
         env=env,

@@ -16,6 +16,7 @@ from mcp.client.stdio import stdio_client
 from membrane.compiler import ContextCompiler
 from membrane.records import MemoryItem
 from tests.adapters import _budget
+from tests.adapters._examples import LOOPBACK_SITE
 
 ROOT = Path(__file__).resolve().parents[2]
 MEMORIES = [
@@ -50,7 +51,9 @@ HISTORY: list[dict[str, Any]] = [
 
 def _server() -> StdioServerParameters:
     env = {
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join(
+            [str(LOOPBACK_SITE), str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]
+        ),
         "OTEL_SDK_DISABLED": "true",
     }
     return StdioServerParameters(
