@@ -17,6 +17,7 @@ from membrane.messages import (
     group_units,
     message_text,
     normalize_messages,
+    tool_call_ids,
     validate_messages,
 )
 from membrane.providers import anthropic_request, openai_request
@@ -328,6 +329,10 @@ def test_validating_after_a_checked_prefix_refuses_what_a_full_check_refuses(
         return  # the edit reached into the prefix
     full = _raised(lambda: validate_messages(broken))
     assert _raised(lambda: validate_messages(broken, start=start)) == full
+    # The same with the prefix's call ids handed over instead of read again.
+    ids = tool_call_ids(broken[:start])
+    given_ids = _raised(lambda: validate_messages(broken, start=start, earlier_call_ids=ids))
+    assert given_ids == full
 
 
 _DUPLICATES = [
@@ -370,6 +375,14 @@ def test_a_warm_compiler_still_refuses_an_id_its_last_turn_used() -> None:
     with pytest.raises(ToolPairingError, match="used twice") as exc:
         compiler.compile([], "Hi", conversation_messages=history)
     assert exc.value.field == "conversation_messages[4]"
+
+
+def test_tool_call_ids_of_both_shapes_from_a_start() -> None:
+    history = [_openai_call("c1", "c2"), _openai_result("c1"), _openai_result("c2")]
+    history += [_anthropic_call("t1"), _anthropic_results("t1"), _user("thanks")]
+    assert tool_call_ids(history) == {"c1", "c2", "t1"}
+    assert tool_call_ids(history, start=3) == {"t1"}
+    assert tool_call_ids(history, start=5) == set()
 
 
 def test_a_call_without_an_id_is_refused_by_compile_and_builders_alike() -> None:

@@ -11,7 +11,12 @@ typed parts for the request builders. Tool pairing is checked in one place
 
 from __future__ import annotations
 
-from membrane.messages._pairing import HistoryUnit, group_units, validate_messages
+from membrane.messages._pairing import (
+    HistoryUnit,
+    group_units,
+    tool_call_ids,
+    validate_messages,
+)
 from membrane.messages._parts import (
     Image,
     NormalMessage,
@@ -53,6 +58,7 @@ __all__ = [
     "message_text",
     "normalize_messages",
     "speaker_label",
+    "tool_call_ids",
     "tool_call_labels",
     "validate_messages",
 ]

@@ -14,12 +14,13 @@ A call with its results is a *unit*: the history is kept or dropped a unit at a 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
 from membrane.errors import InvalidInputError, ToolPairingError
 
-__all__ = ["HistoryUnit", "group_units", "validate_messages"]
+__all__ = ["HistoryUnit", "group_units", "tool_call_ids", "validate_messages"]
 
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -62,18 +63,34 @@ def _result_ids(message: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def tool_call_ids(messages: Sequence[Mapping[str, Any]], start: int = 0) -> set[str]:
+    """The ids of the tool calls that ``messages[start:]`` make."""
+    ids: set[str] = set()
+    for i in range(start, len(messages)):
+        message = messages[i]
+        if message.get("tool_calls") or isinstance(message.get("content"), list):
+            ids.update(_call_ids(message))
+    ids.discard("")
+    return ids
+
+
 class _Pairing:
     """One pass over a message list from ``start``, with the call ids made before it."""
 
     def __init__(
-        self, messages: Sequence[Mapping[str, Any]], start: int, field: str, offset: int
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        start: int,
+        field: str,
+        offset: int,
+        earlier: AbstractSet[str] | None = None,
     ) -> None:
         self.messages = messages
         self.start = start
         self.field = field
         self.offset = offset
         self.made: set[str] = set()  # call ids from ``start`` on
-        self._earlier: set[str] | None = None
+        self._earlier = earlier if earlier is not None or start else frozenset()
 
     def where(self, i: int) -> str:
         return f"{self.field}[{i + self.offset}]"
@@ -82,8 +99,8 @@ class _Pairing:
         """True when a call with this id comes before the message being read."""
         if call_id in self.made:
             return True
-        if self._earlier is None:  # read only when needed: a validated prefix rarely is
-            self._earlier = {c for m in self.messages[: self.start] for c in _call_ids(m) if c}
+        if self._earlier is None:  # read only when a new message makes or answers a call
+            self._earlier = tool_call_ids(self.messages[: self.start])
         return call_id in self._earlier
 
     def stray(self, i: int, call_id: str) -> ToolPairingError:
@@ -178,13 +195,19 @@ def group_units(
 
 
 def validate_messages(
-    messages: object, *, field: str = "conversation_messages", start: int = 0
+    messages: object,
+    *,
+    field: str = "conversation_messages",
+    start: int = 0,
+    earlier_call_ids: AbstractSet[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Check a message list and return it as a list (the dicts themselves are not copied).
 
     Raises :class:`InvalidInputError` for a malformed message and :class:`ToolPairingError`
     when the tool pairing rules are broken. ``start`` skips a prefix already validated (it
-    must end where a tool call's results end); its call ids still count as used.
+    must end where a tool call's results end); its call ids still count as used: pass them
+    as ``earlier_call_ids`` (:func:`tool_call_ids` of the prefix, kept from the last check),
+    or the prefix is read again for them whenever a new message makes a call.
     """
     if messages is None:
         return []
@@ -196,7 +219,7 @@ def validate_messages(
     out: list[dict[str, Any]] = messages if isinstance(messages, list) else list(messages)
     for i in range(start, len(out)):
         _check_message(out[i], f"{field}[{i}]")
-    _Pairing(out, start, field, 0).units()
+    _Pairing(out, start, field, 0, earlier_call_ids).units()
     return out
 
 
