@@ -194,6 +194,26 @@ def group_units(
     return _Pairing(messages, 0, field, offset).units()
 
 
+def _check_message(msg: object, where: str) -> None:
+    if not isinstance(msg, dict):
+        raise InvalidInputError(
+            f"{where} must be a dict with 'role' and 'content', got {type(msg).__name__}",
+            field=where,
+        )
+    role = msg.get("role")
+    if role not in _ROLES:
+        raise InvalidInputError(
+            f"{where} has role {role!r}; expected one of {sorted(_ROLES)}", field=where
+        )
+    content = msg.get("content")
+    if content is not None and not isinstance(content, (str, list)):
+        raise InvalidInputError(
+            f"{where}.content must be a string, a list of content parts or None", field=where
+        )
+    if content is None and role != "assistant":
+        raise InvalidInputError(f"{where}.content is missing", field=where)
+
+
 def validate_messages(
     messages: object,
     *,
@@ -221,23 +241,3 @@ def validate_messages(
         _check_message(out[i], f"{field}[{i}]")
     _Pairing(out, start, field, 0, earlier_call_ids).units()
     return out
-
-
-def _check_message(msg: object, where: str) -> None:
-    if not isinstance(msg, dict):
-        raise InvalidInputError(
-            f"{where} must be a dict with 'role' and 'content', got {type(msg).__name__}",
-            field=where,
-        )
-    role = msg.get("role")
-    if role not in _ROLES:
-        raise InvalidInputError(
-            f"{where} has role {role!r}; expected one of {sorted(_ROLES)}", field=where
-        )
-    content = msg.get("content")
-    if content is not None and not isinstance(content, (str, list)):
-        raise InvalidInputError(
-            f"{where}.content must be a string, a list of content parts or None", field=where
-        )
-    if content is None and role != "assistant":
-        raise InvalidInputError(f"{where}.content is missing", field=where)
