@@ -9,14 +9,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from membrane.errors import ToolPairingError
+from membrane.compiler import ContextCompiler
+from membrane.errors import InvalidInputError, ToolPairingError
 from membrane.messages import (
     IMAGE_PART_TEXT,
     HistoryUnit,
     group_units,
     message_text,
+    normalize_messages,
+    tool_call_ids,
     validate_messages,
 )
+from membrane.providers import anthropic_request, openai_request
 from tests.strategies import conversations
 
 
@@ -258,3 +262,140 @@ def test_cutting_at_a_unit_start_never_orphans_a_result(
         return
     start = units[pick % len(units)].start
     assert validate_messages(history[start:]) == history[start:]
+
+
+# ---------------------------------------------------------------- one pairing check
+
+
+def _raised(check: Any) -> tuple[type[Exception], str, str | None, str] | None:
+    """What ``check()`` raised (class, message, field, call id), or None."""
+    try:
+        check()
+    except InvalidInputError as exc:
+        return type(exc), str(exc), exc.field, getattr(exc, "tool_call_id", "")
+    return None
+
+
+def _mutate(history: list[dict[str, Any]], kind: int, a: int, b: int) -> list[dict[str, Any]]:
+    """The history with one edit that may break its tool pairing."""
+    out = [dict(m) for m in history]
+    if not out:
+        return out
+    a, b = a % len(out), b % len(out)
+    if kind == 0:  # a message lost
+        del out[a]
+    elif kind == 1:  # a message sent twice
+        out.insert(b, out[a])
+    elif kind == 2:  # two messages swapped
+        out[a], out[b] = out[b], out[a]
+    else:  # a call or a result renamed to another message's id
+        ids = sorted(_call_ids(out[b]) | _result_ids(out[b])) or ["fresh"]
+        target = out[a]
+        if target.get("role") == "tool":
+            target["tool_call_id"] = ids[0]
+        elif target.get("tool_calls"):
+            target["tool_calls"] = [
+                {**target["tool_calls"][0], "id": ids[0]},
+                *target["tool_calls"][1:],
+            ]
+    return out
+
+
+@given(
+    conversations(max_turns=6),
+    st.integers(0, 3),
+    st.integers(0, 200),
+    st.integers(0, 200),
+)
+def test_compile_and_the_builders_refuse_the_same_pairings_with_the_same_words(
+    history: list[dict[str, Any]], kind: int, a: int, b: int
+) -> None:
+    broken = _mutate(history, kind, a, b)
+    field = "conversation_messages"
+    compiled = _raised(lambda: validate_messages(broken, field=field))
+    built = _raised(lambda: normalize_messages(broken, field=field))
+    assert compiled == built
+
+
+@given(conversations(max_turns=6), st.integers(0, 3), st.integers(0, 200), st.integers(0, 200))
+def test_validating_after_a_checked_prefix_refuses_what_a_full_check_refuses(
+    history: list[dict[str, Any]], kind: int, a: int, b: int
+) -> None:
+    units = group_units(history)
+    start = units[a % len(units)].start if units else 0
+    # The prefix stays as it was; the rest is edited, possibly reusing the prefix's ids.
+    broken = history[:start] + _mutate(history, kind, a, b)[start:]
+    if _raised(lambda: validate_messages(broken[:start])) is not None:
+        return  # the edit reached into the prefix
+    full = _raised(lambda: validate_messages(broken))
+    assert _raised(lambda: validate_messages(broken, start=start)) == full
+    # The same with the prefix's call ids handed over instead of read again.
+    ids = tool_call_ids(broken[:start])
+    given_ids = _raised(lambda: validate_messages(broken, start=start, earlier_call_ids=ids))
+    assert given_ids == full
+
+
+_DUPLICATES = [
+    # the same id on two calls of one message
+    [_user("Weather?"), _openai_call("c1", "c1"), _openai_result("c1")],
+    # an id used again in a later round
+    [
+        _user("Weather?"),
+        _openai_call("c1"),
+        _openai_result("c1"),
+        _user("And tomorrow?"),
+        _openai_call("c1"),
+        _openai_result("c1"),
+    ],
+    # the same across the two shapes
+    [_user("Weather?"), _anthropic_call("t1"), _anthropic_results("t1"), _openai_call("t1")],
+]
+
+
+@pytest.mark.parametrize("history", _DUPLICATES)
+def test_compile_refuses_duplicate_call_ids_as_the_anthropic_builder_does(
+    history: list[dict[str, Any]],
+) -> None:
+    with pytest.raises(ToolPairingError, match="used twice") as compiled:
+        ContextCompiler(max_tokens=4000).compile([], "Hi", conversation_messages=history)
+    prompt = type("Prompt", (), {"messages": history, "metadata": {"memory_placement": "end"}})
+    with pytest.raises(ToolPairingError) as built:
+        anthropic_request(prompt())
+    # One wording: the same sentence, naming the list each was given.
+    assert str(compiled.value).replace("conversation_messages", "messages") == str(built.value)
+    assert compiled.value.tool_call_id == built.value.tool_call_id
+
+
+def test_a_warm_compiler_still_refuses_an_id_its_last_turn_used() -> None:
+    # The second compile of a conversation checks only the new messages; the ids of the
+    # messages it checked before still count.
+    compiler = ContextCompiler(max_tokens=4000)
+    history = _DUPLICATES[1]
+    compiler.compile([], "Hi", conversation_messages=history[:3])
+    with pytest.raises(ToolPairingError, match="used twice") as exc:
+        compiler.compile([], "Hi", conversation_messages=history)
+    assert exc.value.field == "conversation_messages[4]"
+
+
+def test_tool_call_ids_of_both_shapes_from_a_start() -> None:
+    history = [_openai_call("c1", "c2"), _openai_result("c1"), _openai_result("c2")]
+    history += [_anthropic_call("t1"), _anthropic_results("t1"), _user("thanks")]
+    assert tool_call_ids(history) == {"c1", "c2", "t1"}
+    assert tool_call_ids(history, start=3) == {"t1"}
+    assert tool_call_ids(history, start=5) == set()
+
+
+def test_a_call_without_an_id_is_refused_by_compile_and_builders_alike() -> None:
+    history = [
+        _user("Weather?"),
+        {**_openai_call("c1"), "tool_calls": [{**_openai_call("c1")["tool_calls"][0], "id": ""}]},
+        {"role": "tool", "tool_call_id": "", "content": "sunny"},
+    ]
+    expected = "conversation_messages[1]: a tool call needs a non-empty id"
+    with pytest.raises(InvalidInputError) as compiled:
+        ContextCompiler(max_tokens=4000).compile([], "Hi", conversation_messages=history)
+    assert str(compiled.value) == expected
+    prompt = type("Prompt", (), {"messages": history, "metadata": {"memory_placement": "end"}})
+    with pytest.raises(InvalidInputError) as built:
+        openai_request(prompt(), model="gpt-4o")
+    assert str(built.value) == expected.replace("conversation_messages", "messages")

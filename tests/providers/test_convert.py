@@ -7,13 +7,9 @@ from typing import Any
 import pytest
 
 from membrane.errors import InvalidInputError, ToolPairingError
+from membrane.messages import Image, Opaque, Text, ToolCall, ToolResult
 from membrane.providers._convert import (
     Breakpoint,
-    Image,
-    Opaque,
-    Text,
-    ToolCall,
-    ToolResult,
     choose_anchors,
     read_breakpoints,
     read_messages,
@@ -69,7 +65,7 @@ def test_parts_of_each_kind() -> None:
         (
             [{"role": "tool", "tool_call_id": "x", "content": "r"}],
             ToolPairingError,
-            "no earlier message",
+            "no earlier assistant message",
         ),
         (
             [
@@ -78,7 +74,7 @@ def test_parts_of_each_kind() -> None:
                 {"role": "tool", "tool_call_id": "a", "content": "2"},
             ],
             ToolPairingError,
-            "second time",
+            "answered already",
         ),
         (
             [{"role": "assistant", "content": None, "tool_calls": [_call("a"), _call("a")]}],

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from membrane.compiler import ContextCompiler
-from membrane.providers import anthropic_request, bedrock_converse_request, gemini_request
+from membrane.errors import ToolPairingError
+from membrane.providers import (
+    anthropic_request,
+    bedrock_converse_request,
+    gemini_request,
+    openai_request,
+)
 from membrane.records import MemoryItem
 from tests.strategies import conversations
 
@@ -103,3 +110,34 @@ def test_next_turn_extends_the_previous_request(
     a, b = _strip(anthropic_request(first)), _strip(anthropic_request(second))
     stable = a[:-1]  # everything but the final user turn
     assert b[: len(stable)] == stable
+
+
+def _builders() -> dict[str, Any]:
+    return {
+        "openai": lambda r: openai_request(r, model="gpt-4o")["messages"],
+        "anthropic": lambda r: anthropic_request(r)["messages"],
+        "bedrock": lambda r: bedrock_converse_request(r)["messages"],
+        "gemini": lambda r: gemini_request(r)["contents"],
+    }
+
+
+@pytest.mark.parametrize("builder", sorted(_builders()))
+def test_an_edit_to_result_messages_is_what_the_builders_send(builder: str) -> None:
+    build = _builders()[builder]
+    compiler = ContextCompiler(max_tokens=2500, model_id="anthropic/claude-opus-5-5")
+    result = compiler.compile([], user_message="Any update?", conversation_messages=_history(3))
+    before = build(result)
+    # The caller rewrites the question and a tool result.
+    assert result.messages[-1]["content"].endswith("Any update?")
+    result.messages[-1]["content"] = "Where is A-1002 now?"
+    (tool,) = [m for m in result.messages if m.get("tool_call_id") == "call_0"]
+    tool["content"] = "A-1000 is lost in transit"
+    after = build(result)
+    text = repr(after)
+    assert "Where is A-1002 now?" in text and "Any update?" not in text
+    assert "A-1000 is lost in transit" in text and "A-1000 shipped" not in text
+    assert "A-1000 shipped" in repr(before)
+    # A broken edit is refused: the builders read the list they are given, every time.
+    result.messages.append({"role": "tool", "tool_call_id": "call_9", "content": "late"})
+    with pytest.raises(ToolPairingError, match="call_9"):
+        build(result)

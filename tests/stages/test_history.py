@@ -15,10 +15,10 @@ from membrane.records import MemoryItem
 from membrane.stages.history import (
     INDEX_HEADER,
     HistoryTracker,
-    _sentence_words,
     reference_cut,
     select_index_lines,
 )
+from membrane.stages.history._cut import _sentence_words
 from membrane.text.relevance import content_words, query_weights
 from membrane.tokenizers import count_tokens
 from tests.strategies import WORDS, conversations
@@ -390,7 +390,7 @@ def test_json_members_are_indexed_without_quotes_and_stand_on_their_own() -> Non
 
 @given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12, unique=True))
 def test_densities_discount_only_the_words_other_sentences_repeat(words: list[str]) -> None:
-    from membrane.stages.history import _densities
+    from membrane.stages.history._index import _densities
     from membrane.text.keyframes import sentence_density
     from membrane.text.relevance import TermStats
 

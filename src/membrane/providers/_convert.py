@@ -1,35 +1,33 @@
 """A provider-neutral reading of compiled messages, shared by the request builders.
 
-Messages arrive in OpenAI chat shape or with Anthropic content blocks. They are read once into
-small typed parts (text, image, tool call, tool result, opaque block) with tool calls paired to
-their results, then each provider module renders the parts in its own wire format.
+The messages themselves are read by :func:`membrane.messages.normalize_messages` (typed
+parts, tool pairing checked); this module adds what only requests need: the cache
+breakpoints of a compile result, string content split where a cached prefix ends, where the
+cache markers go, and turns merged for APIs that want user and assistant to alternate.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from membrane.errors import InvalidInputError, ToolPairingError
+from membrane.capabilities import get_cache_pricing, get_token_scale
+from membrane.errors import InvalidInputError
+from membrane.messages import NormalMessage, Part, Text, normalize_messages
 
 __all__ = [
     "Breakpoint",
     "CompiledPrompt",
-    "Image",
     "Location",
     "Message",
-    "Opaque",
-    "Part",
-    "Text",
-    "ToolCall",
-    "ToolResult",
+    "cache_anchors",
     "choose_anchors",
     "parse_data_url",
     "read_breakpoints",
     "read_messages",
+    "read_with_cuts",
     "render_turns",
     "require_end_placement",
     "strip_cache_control",
@@ -47,47 +45,9 @@ class CompiledPrompt(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class Text:
-    text: str
-    raw: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Image:
-    url: str  # http(s), data: or s3: URL
-    raw: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    raw: Mapping[str, Any] | None = None
-    thought_signature: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    call_id: str
-    name: str
-    content: str | tuple[Text | Image, ...]
-    is_error: bool = False
-    raw: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Opaque:
-    """An Anthropic block with no neutral form (thinking, document, server tool blocks...)."""
-
-    block: Mapping[str, Any]
-
-
-Part = Text | Image | ToolCall | ToolResult | Opaque
-
-
-@dataclass(frozen=True, slots=True)
 class Message:
+    """A normalised message whose string content may be split where cached prefixes end."""
+
     role: Literal["system", "user", "assistant"]
     parts: tuple[Part, ...]
     index: int  # position in the compiled message list
@@ -223,212 +183,60 @@ def _cut_string(
     return pieces, cuts
 
 
-def _parse_arguments(raw: object, where: str) -> dict[str, Any]:
-    if raw is None or raw == "":
-        return {}
-    if isinstance(raw, Mapping):
-        return dict(raw)
-    if not isinstance(raw, str):
-        raise InvalidInputError(f"{where}: function.arguments must be a JSON string", field=where)
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(
-            f"{where}: function.arguments is not valid JSON ({exc.msg}); providers other than "
-            "OpenAI need the arguments as an object",
-            field=where,
-        ) from None
-    if not isinstance(value, dict):
-        raise InvalidInputError(
-            f"{where}: function.arguments must encode a JSON object, got {type(value).__name__}",
-            field=where,
-        )
-    return value
-
-
-class _Reader:
-    def __init__(self) -> None:
-        self.calls: dict[str, str] = {}
-        self.call_where: dict[str, str] = {}
-        self.answered: set[str] = set()
-
-    def call(self, call_id: str, name: str, where: str) -> None:
-        if not call_id:
-            raise InvalidInputError(f"{where}: a tool call needs a non-empty id", field=where)
-        if call_id in self.calls:
-            raise ToolPairingError(
-                f"{where}: tool call id {call_id!r} is used twice; ids must be unique",
-                field=where,
-                tool_call_id=call_id,
-            )
-        self.calls[call_id] = name
-        self.call_where[call_id] = where
-
-    def result(self, call_id: str, where: str) -> str:
-        if call_id not in self.calls:
-            raise ToolPairingError(
-                f"{where} is a tool result for call {call_id!r}, but no earlier message makes "
-                "that call; include the call or drop the result",
-                field=where,
-                tool_call_id=call_id,
-            )
-        if call_id in self.answered:
-            raise ToolPairingError(
-                f"{where} answers tool call {call_id!r} a second time",
-                field=where,
-                tool_call_id=call_id,
-            )
-        self.answered.add(call_id)
-        return self.calls[call_id]
-
-    def finish(self) -> None:
-        for call_id, where in self.call_where.items():
-            if call_id not in self.answered:
-                raise ToolPairingError(
-                    f"tool call {call_id!r} in {where} has no result; providers reject "
-                    "unanswered calls, so add the result or drop the call",
-                    field=where,
-                    tool_call_id=call_id,
-                )
-
-    def block(self, item: object, where: str) -> list[Part]:
-        if isinstance(item, str):
-            return [Text(item)] if item else []
-        if not isinstance(item, Mapping):
-            raise InvalidInputError(
-                f"{where} must be a content part dict, got {type(item).__name__}", field=where
-            )
-        kind = item.get("type")
-        if kind == "text":
-            text = item.get("text")
-            if not isinstance(text, str):
-                raise InvalidInputError(f"{where}: a text part needs a 'text' string", field=where)
-            return [Text(text, raw=item)] if text else []
-        if kind == "image_url":
-            spec = item.get("image_url")
-            url = spec.get("url") if isinstance(spec, Mapping) else spec
-            if not isinstance(url, str) or not url:
-                raise InvalidInputError(
-                    f"{where}: an image_url part needs image_url.url", field=where
-                )
-            return [Image(url)]
-        if kind == "image":
-            source = item.get("source")
-            if isinstance(source, Mapping) and source.get("type") == "base64":
-                url = f"data:{source.get('media_type')};base64,{source.get('data')}"
-                return [Image(url, raw=item)]
-            if isinstance(source, Mapping) and source.get("type") == "url":
-                return [Image(str(source.get("url")), raw=item)]
-            return [Opaque(item)]
-        if kind == "tool_use":
-            call_id, name = str(item.get("id") or ""), str(item.get("name") or "")
-            self.call(call_id, name, where)
-            args = item.get("input")
-            return [ToolCall(call_id, name, dict(args) if isinstance(args, Mapping) else {}, item)]
-        if kind == "tool_result":
-            call_id = str(item.get("tool_use_id") or "")
-            name = self.result(call_id, where)
-            content = item.get("content")
-            parsed: str | tuple[Text | Image, ...]
-            if content is None or isinstance(content, str):
-                parsed = content or ""
-            else:
-                parsed = tuple(self.result_parts(content, where))
-            return [ToolResult(call_id, name, parsed, bool(item.get("is_error")), item)]
-        return [Opaque(item)]
-
-    def result_parts(self, content: object, where: str) -> list[Text | Image]:
-        if not isinstance(content, list):
-            raise InvalidInputError(
-                f"{where}: tool result content must be a string or a list of parts", field=where
-            )
-        out: list[Text | Image] = []
-        for j, item in enumerate(content):
-            for part in self.block(item, f"{where}.content[{j}]"):
-                if not isinstance(part, (Text, Image)):
-                    raise InvalidInputError(
-                        f"{where}.content[{j}]: a tool result may hold only text and images",
-                        field=where,
-                    )
-                out.append(part)
-        return out
+def _with_cuts(msg: NormalMessage, points: Sequence[int]) -> Message:
+    """The message with its string content split at ``points`` (other content as it is)."""
+    if msg.string_content is None:
+        return Message(msg.role, msg.parts, msg.index)
+    texts, cuts = _cut_string(msg.string_content, points, f"messages[{msg.index}]")
+    rest = msg.parts[1:] if msg.string_content else msg.parts
+    return Message(msg.role, (*texts, *rest), msg.index, cuts)
 
 
 def read_messages(
     messages: Sequence[Mapping[str, Any]], cut_points: Mapping[int, Sequence[int]] | None = None
 ) -> list[Message]:
-    """Read compiled messages into neutral parts and check that tool calls pair with results.
+    """Compiled messages as neutral parts (see ``normalize_messages``), string content cut.
 
     ``cut_points`` maps a message index to character offsets at which its string content is
     split into separate text parts (where a cached prefix ends inside the message).
-    Raises :class:`ToolPairingError` for a result without an earlier call, a call answered
-    twice, or a call never answered.
+    Raises :class:`ToolPairingError` when the tool pairing rules are broken.
     """
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise InvalidInputError("result.messages must be a list of message dicts")
-    reader = _Reader()
-    cut_points = cut_points or {}
-    out: list[Message] = []
-    for i, msg in enumerate(messages):
-        where = f"messages[{i}]"
-        if not isinstance(msg, Mapping):
-            raise InvalidInputError(f"{where} must be a dict", field=where)
-        role = msg.get("role")
-        content = msg.get("content")
-        if role == "tool":
-            call_id = str(msg.get("tool_call_id") or "")
-            name = reader.result(call_id, where)
-            parsed: str | tuple[Text | Image, ...]
-            if content is None or isinstance(content, str):
-                parsed = content or ""
-            else:
-                parsed = tuple(reader.result_parts(content, where))
-            out.append(Message("user", (ToolResult(call_id, name, parsed),), i))
-            continue
-        if role == "developer":
-            role = "system"
-        if role not in ("system", "user", "assistant"):
-            raise InvalidInputError(
-                f"{where} has role {role!r}; expected system, developer, user, assistant or tool",
-                field=where,
-            )
-        parts: list[Part] = []
-        cuts: dict[int, int] = {}
-        if isinstance(content, str):
-            texts, cuts = _cut_string(content, cut_points.get(i, ()), where)
-            parts.extend(texts)
-        elif isinstance(content, list):
-            for j, item in enumerate(content):
-                parts.extend(reader.block(item, f"{where}.content[{j}]"))
-        elif content is not None:
-            raise InvalidInputError(
-                f"{where}.content must be a string, a list of parts or None", field=where
-            )
-        for j, call in enumerate(msg.get("tool_calls") or ()):
-            cwhere = f"{where}.tool_calls[{j}]"
-            if role != "assistant" or not isinstance(call, Mapping):
-                raise InvalidInputError(
-                    f"{cwhere}: tool calls belong on assistant messages, as dicts", field=cwhere
-                )
-            fn = call.get("function")
-            if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-                raise InvalidInputError(
-                    f"{cwhere} needs function.name and function.arguments", field=cwhere
-                )
-            call_id = str(call.get("id") or "")
-            reader.call(call_id, fn["name"], cwhere)
-            signature = call.get("thought_signature")
-            parts.append(
-                ToolCall(
-                    call_id,
-                    fn["name"],
-                    _parse_arguments(fn.get("arguments"), cwhere),
-                    thought_signature=signature if isinstance(signature, str) else None,
-                )
-            )
-        out.append(Message(role, tuple(parts), i, cuts))
-    reader.finish()
-    return out
+    points = cut_points or {}
+    return [_with_cuts(m, points.get(m.index, ())) for m in normalize_messages(messages)]
+
+
+def read_with_cuts(result: CompiledPrompt) -> tuple[list[Breakpoint], list[Message]]:
+    """The result's cache breakpoints, and its messages cut where a breakpoint ends inside one."""
+    breakpoints = read_breakpoints(result.metadata, len(result.messages))
+    cuts: dict[int, list[int]] = {}
+    for bp in breakpoints:
+        if bp.chars is not None:
+            cuts.setdefault(bp.message_index, []).append(bp.chars)
+    return breakpoints, read_messages(result.messages, cuts)
+
+
+def cache_anchors(
+    breakpoints: Sequence[Breakpoint],
+    messages: Sequence[Message],
+    metadata: Mapping[str, Any],
+    model_id: object,
+    limit: int,
+) -> list[tuple[int, int]]:
+    """:func:`choose_anchors` for ``model_id``'s minimum; none for a model without caching.
+
+    The token scale is the result's own ``token_scale`` when it holds a usable one.
+    """
+    pricing = get_cache_pricing(model_id) if isinstance(model_id, str) else None
+    if pricing is None:
+        return []
+    scale = metadata.get("token_scale")
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale <= 0:
+        scale = get_token_scale(str(model_id))
+    return choose_anchors(
+        breakpoints, messages, token_scale=float(scale), min_tokens=pricing.min_tokens, limit=limit
+    )
 
 
 Location = tuple[str, int, int]

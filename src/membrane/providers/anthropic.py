@@ -5,19 +5,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from membrane.capabilities import get_cache_pricing, get_token_scale
 from membrane.errors import InvalidInputError
+from membrane.messages import Image, Part, Text, ToolCall, ToolResult
 from membrane.providers._convert import (
     CompiledPrompt,
-    Image,
-    Part,
-    Text,
-    ToolCall,
-    ToolResult,
-    choose_anchors,
+    cache_anchors,
     parse_data_url,
-    read_breakpoints,
-    read_messages,
+    read_with_cuts,
     render_turns,
     require_end_placement,
     strip_cache_control,
@@ -114,39 +108,20 @@ def anthropic_request(
             f"max_breakpoints must be between 0 and {MAX_CACHE_BREAKPOINTS}",
             field="max_breakpoints",
         )
-    metadata = result.metadata
-    breakpoints = read_breakpoints(metadata, len(result.messages))
-    cuts: dict[int, list[int]] = {}
-    for bp in breakpoints:
-        if bp.chars is not None:
-            cuts.setdefault(bp.message_index, []).append(bp.chars)
-    messages = read_messages(result.messages, cuts)
+    breakpoints, messages = read_with_cuts(result)
     system, out, ends = render_turns(
         messages, provider="Anthropic", system_block=_block, block=_block
     )
-
-    model_id = metadata.get("model_id")
-    pricing = get_cache_pricing(model_id) if isinstance(model_id, str) else None
-    if pricing is not None:
-        scale = metadata.get("token_scale")
-        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale <= 0:
-            scale = get_token_scale(model_id)
-        anchors = choose_anchors(
-            breakpoints,
-            messages,
-            token_scale=float(scale),
-            min_tokens=pricing.min_tokens,
-            limit=max_breakpoints,
-        )
-        for anchor in anchors:
-            loc = ends.get(anchor)
-            if loc is None:
-                continue
-            section, m, b = loc
-            block = system[b] if section == "system" else out[m]["content"][b]
-            if block.get("type") in _UNMARKABLE:
-                continue
-            block["cache_control"] = copy.deepcopy(marker)
+    model_id = result.metadata.get("model_id")
+    for anchor in cache_anchors(breakpoints, messages, result.metadata, model_id, max_breakpoints):
+        loc = ends.get(anchor)
+        if loc is None:
+            continue
+        section, m, b = loc
+        block = system[b] if section == "system" else out[m]["content"][b]
+        if block.get("type") in _UNMARKABLE:
+            continue
+        block["cache_control"] = copy.deepcopy(marker)
 
     request: dict[str, Any] = {}
     if system:

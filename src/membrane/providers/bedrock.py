@@ -7,19 +7,14 @@ import binascii
 import re
 from typing import Any
 
-from membrane.capabilities import get_cache_pricing, get_token_scale
 from membrane.errors import InvalidInputError
+from membrane.messages import Image, Part, Text, ToolCall, ToolResult
 from membrane.providers._convert import (
     CompiledPrompt,
-    Image,
-    Part,
-    Text,
-    ToolCall,
-    ToolResult,
-    choose_anchors,
+    Location,
+    cache_anchors,
     parse_data_url,
-    read_breakpoints,
-    read_messages,
+    read_with_cuts,
     render_turns,
     require_end_placement,
 )
@@ -109,6 +104,22 @@ def _block(part: Part, where: str) -> dict[str, Any]:
     )
 
 
+def _insert_cache_points(
+    system: list[dict[str, Any]],
+    turns: list[dict[str, Any]],
+    locations: list[Location | None],
+    ttl: str,
+) -> None:
+    """Put a ``cachePoint`` block after each located block."""
+    point: dict[str, Any] = {"type": "default"}
+    if ttl == "1h":
+        point["ttl"] = "1h"
+    # Insert from the back so earlier positions stay valid.
+    for section, m, b in sorted({loc for loc in locations if loc is not None}, reverse=True):
+        target = system if section == "system" else turns[m]["content"]
+        target.insert(b + 1, {"cachePoint": dict(point)})
+
+
 def bedrock_converse_request(
     result: CompiledPrompt,
     *,
@@ -134,41 +145,16 @@ def bedrock_converse_request(
             field="max_cache_points",
         )
     require_end_placement(result, "bedrock_converse_request")
-    metadata = result.metadata
-    breakpoints = read_breakpoints(metadata, len(result.messages))
-    cuts: dict[int, list[int]] = {}
-    for bp in breakpoints:
-        if bp.chars is not None:
-            cuts.setdefault(bp.message_index, []).append(bp.chars)
-    messages = read_messages(result.messages, cuts)
+    breakpoints, messages = read_with_cuts(result)
     system, out, ends = render_turns(
         messages,
         provider="Bedrock",
         system_block=lambda part, _where: {"text": part.text},
         block=_block,
     )
-
-    lookup_id = model_id if model_id is not None else metadata.get("model_id")
-    pricing = get_cache_pricing(lookup_id) if isinstance(lookup_id, str) else None
-    if pricing is not None:
-        scale = metadata.get("token_scale")
-        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale <= 0:
-            scale = get_token_scale(lookup_id)
-        anchors = choose_anchors(
-            breakpoints,
-            messages,
-            token_scale=float(scale),
-            min_tokens=pricing.min_tokens,
-            limit=max_cache_points,
-        )
-        point: dict[str, Any] = {"type": "default"}
-        if ttl == "1h":
-            point["ttl"] = "1h"
-        locations = {ends[a] for a in anchors if ends.get(a) is not None}
-        # Insert from the back so earlier positions stay valid.
-        for section, m, b in sorted((loc for loc in locations if loc), reverse=True):
-            target = system if section == "system" else out[m]["content"]
-            target.insert(b + 1, {"cachePoint": dict(point)})
+    lookup_id = model_id if model_id is not None else result.metadata.get("model_id")
+    anchors = cache_anchors(breakpoints, messages, result.metadata, lookup_id, max_cache_points)
+    _insert_cache_points(system, out, [ends.get(a) for a in anchors], ttl)
 
     request: dict[str, Any] = {}
     if model_id is not None:

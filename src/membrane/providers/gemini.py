@@ -7,13 +7,9 @@ import mimetypes
 from typing import Any
 
 from membrane.errors import InvalidInputError
+from membrane.messages import Image, Part, Text, ToolCall, ToolResult
 from membrane.providers._convert import (
     CompiledPrompt,
-    Image,
-    Part,
-    Text,
-    ToolCall,
-    ToolResult,
     parse_data_url,
     read_messages,
     render_turns,

@@ -1,0 +1,64 @@
+"""Chat messages: the one place that reads their shapes.
+
+History is accepted in OpenAI shape (``tool_calls`` on assistant messages, ``role="tool"``
+results) or Anthropic shape (``tool_use`` / ``tool_result`` content blocks), with string content
+or content-part lists. Messages are never rewritten: the compiler sends them exactly as given.
+This package validates them, groups them into *units* that are kept or dropped together (a
+tool call and all of its results), gives the text a message carries, and reads messages into
+typed parts for the request builders. Tool pairing is checked in one place
+(:func:`group_units`) for compile and the builders alike.
+"""
+
+from __future__ import annotations
+
+from membrane.messages._pairing import (
+    HistoryUnit,
+    group_units,
+    tool_call_ids,
+    validate_messages,
+)
+from membrane.messages._parts import (
+    Image,
+    NormalMessage,
+    Opaque,
+    Part,
+    Text,
+    ToolCall,
+    ToolResult,
+    normalize_messages,
+)
+from membrane.messages._text import (
+    IMAGE_PART_TEXT,
+    Message,
+    history_text,
+    is_call_stub,
+    message_key,
+    message_role,
+    message_text,
+    speaker_label,
+    tool_call_labels,
+)
+
+__all__ = [
+    "IMAGE_PART_TEXT",
+    "HistoryUnit",
+    "Image",
+    "Message",
+    "NormalMessage",
+    "Opaque",
+    "Part",
+    "Text",
+    "ToolCall",
+    "ToolResult",
+    "group_units",
+    "history_text",
+    "is_call_stub",
+    "message_key",
+    "message_role",
+    "message_text",
+    "normalize_messages",
+    "speaker_label",
+    "tool_call_ids",
+    "tool_call_labels",
+    "validate_messages",
+]

@@ -1,0 +1,50 @@
+"""History under a budget: the chunked cut, the eviction index and recall of dropped passages.
+
+Three algorithms, one module each, behind this facade:
+
+- :mod:`._cut`: where the cut falls (:func:`reference_cut`) and :class:`HistoryTracker`,
+  its incremental replay, which hands every dropped unit to the other two;
+- :mod:`._index`: the eviction index, one line per dropped message (:func:`index_digest`);
+- :mod:`._recall`: dropped passages scored against the turn and brought back
+  (:func:`select_passages`).
+
+How a message's shape is read (roles, tool calls, their results) lives in
+:mod:`membrane.messages`; the headers and the index block are :mod:`membrane.prompt_text`'s.
+"""
+
+from __future__ import annotations
+
+from membrane.prompt_text import INDEX_HEADER, RECALL_HEADER
+from membrane.stages.history._cut import CutEvent, HistoryTracker, reference_cut
+from membrane.stages.history._index import (
+    KEYFRAME_SPAN_TOKENS,
+    RARE_DOCUMENT_FREQUENCY,
+    IndexLine,
+    index_digest,
+    render_index,
+    select_index_lines,
+)
+from membrane.stages.history._recall import (
+    PASSAGE_WORDS,
+    Passage,
+    RecalledPassage,
+    select_passages,
+)
+
+__all__ = [
+    "INDEX_HEADER",
+    "KEYFRAME_SPAN_TOKENS",
+    "PASSAGE_WORDS",
+    "RARE_DOCUMENT_FREQUENCY",
+    "RECALL_HEADER",
+    "CutEvent",
+    "HistoryTracker",
+    "IndexLine",
+    "Passage",
+    "RecalledPassage",
+    "index_digest",
+    "reference_cut",
+    "render_index",
+    "select_index_lines",
+    "select_passages",
+]

@@ -1,0 +1,190 @@
+"""The cut: which oldest units of the history are dropped, replayed one unit at a time.
+
+Replay the conversation one unit at a time and, whenever the kept part outgrows the share,
+drop the oldest units until at least a chunk is gone and the rest fits. Because it is a
+replay, any worker that sees the same history puts the cut in the same place, and the cut
+only moves when a chunk goes, which keeps the cached prefix byte-stable in between.
+
+:class:`HistoryTracker` is the incremental form of that replay (work per turn is the new
+messages); :func:`reference_cut` is the slow, obvious form the tests compare it with. Each
+unit the cut drops is handed to the index (:mod:`._index`) and to recall (:mod:`._recall`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from membrane.messages import (
+    group_units,
+    history_text,
+    is_call_stub,
+    message_key,
+    message_role,
+    message_text,
+    speaker_label,
+    tool_call_labels,
+)
+from membrane.stages.history._index import IndexLine, index_line
+from membrane.stages.history._recall import (
+    Passage,
+    Postings,
+    RecalledPassage,
+    add_postings,
+    passages_of,
+    recalled_whole,
+    score_passages,
+)
+from membrane.stages.history._shared import Count
+from membrane.text.relevance import TermStats, content_word_set, content_words
+from membrane.text.sentences import split_sentences
+
+__all__ = ["CutEvent", "HistoryTracker", "reference_cut"]
+
+
+@dataclass(frozen=True, slots=True)
+class CutEvent:
+    """The cut moved to unit ``cut`` when the history had ``seen`` units."""
+
+    seen: int
+    cut: int
+
+
+def reference_cut(unit_tokens: Sequence[int], share: int, chunk: int) -> tuple[int, list[CutEvent]]:
+    """The cut position (first kept unit) and its events, replayed from scratch."""
+    cut, kept, events = 0, 0, []
+    for i, tokens in enumerate(unit_tokens):
+        kept += tokens
+        if kept > share:
+            dropped = 0
+            while cut <= i and (dropped < chunk or kept > share):
+                kept -= unit_tokens[cut]
+                dropped += unit_tokens[cut]
+                cut += 1
+            events.append(CutEvent(seen=i + 1, cut=cut))
+    return cut, events
+
+
+def _sentence_words(text: str) -> list[str]:
+    """The content words of ``text``'s sentences; as a set, those of the whole text."""
+    return [w for sentence in split_sentences(text) for w in content_words(sentence)]
+
+
+def _unit_key(messages: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str], ...]:
+    # The texts themselves rather than a hash of them: a message passed again is usually the
+    # same string object, which compares equal at once.
+    return tuple(message_key(m) for m in messages)
+
+
+@dataclass
+class HistoryTracker:
+    """The incremental replay of one conversation's history for one share and chunk.
+
+    Feed it the whole history each turn with :meth:`update`; it checks that what it saw before
+    is still the start of the history (otherwise it starts over) and processes only the rest.
+    """
+
+    share: int
+    chunk: int
+    count: Count
+    overhead: int
+    keyframe_tokens: int
+    bounds: list[tuple[int, int]] = field(default_factory=list)
+    unit_tokens: list[int] = field(default_factory=list)
+    unit_keys: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
+    cut: int = 0
+    kept_tokens: int = 0
+    total_tokens: int = 0
+    events: list[CutEvent] = field(default_factory=list)
+    lines: list[IndexLine] = field(default_factory=list)
+    passages: list[Passage] = field(default_factory=list)
+    postings: Postings = field(default_factory=dict)
+    stats: TermStats = field(default_factory=TermStats)
+    # pid -> the passage recalled whole
+    _recalled: dict[int, RecalledPassage] = field(default_factory=dict)
+    _last_scores: tuple[tuple[str, int, int], dict[int, float]] | None = None
+
+    @property
+    def seen_messages(self) -> int:
+        return self.bounds[-1][1] if self.bounds else 0
+
+    def matches(self, messages: Sequence[Mapping[str, Any]]) -> bool:
+        """True when the history this tracker saw is still the start of ``messages``."""
+        if not self.bounds:
+            return True
+        if len(messages) < self.seen_messages:
+            return False
+        for unit in {0, self.cut if self.cut < len(self.bounds) else 0, len(self.bounds) - 1}:
+            start, stop = self.bounds[unit]
+            if _unit_key(messages[start:stop]) != self.unit_keys[unit]:
+                return False
+        return True
+
+    def update(self, messages: Sequence[Mapping[str, Any]], field_name: str) -> None:
+        """Process the messages after the ones already seen (validated by the caller)."""
+        offset = self.seen_messages
+        new = messages[offset:]
+        for unit in group_units(new, field=field_name, offset=offset):
+            start, stop = unit.start + offset, unit.stop + offset
+            span = messages[start:stop]
+            texts = [message_text(m) for m in span]
+            tokens = sum(self.count(text) + self.overhead for text in texts)
+            self.bounds.append((start, stop))
+            self.unit_tokens.append(tokens)
+            self.unit_keys.append(_unit_key(span))
+            for message, text in zip(span, texts, strict=True):
+                if message_role(message) == "user":
+                    # Last turn's question: the words of its sentences are memoised already.
+                    self.stats.add_words(_sentence_words(text))
+                else:
+                    self.stats.add_words(content_word_set(text))
+            self.kept_tokens += tokens
+            self.total_tokens += tokens
+            if self.kept_tokens > self.share:
+                self._cut(len(self.bounds) - 1, messages)
+
+    def _cut(self, newest: int, messages: Sequence[Mapping[str, Any]]) -> None:
+        dropped = 0
+        while self.cut <= newest and (dropped < self.chunk or self.kept_tokens > self.share):
+            self.kept_tokens -= self.unit_tokens[self.cut]
+            dropped += self.unit_tokens[self.cut]
+            self._evict(self.cut, messages)
+            self.cut += 1
+        self.events.append(CutEvent(seen=newest + 1, cut=self.cut))
+
+    def _evict(self, unit: int, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Hand each message of a dropped unit to recall and, unless it only calls, the index."""
+        start, stop = self.bounds[unit]
+        span = messages[start:stop]
+        calls = tool_call_labels(span)
+        for offset, message in enumerate(span):
+            text = history_text(message)
+            if not text.strip():
+                continue
+            label = speaker_label(message, calls)
+            for passage in passages_of(unit, start + offset, label, text, self.count):
+                add_postings(self.postings, len(self.passages), passage)
+                self.passages.append(passage)
+            if is_call_stub(message):
+                continue
+            line = index_line(unit, label, text, self.stats, self.count, self.keyframe_tokens)
+            if line is not None:
+                self.lines.append(line)
+
+    def recalled(self, pid: int) -> RecalledPassage:
+        """Passage ``pid`` recalled whole (its tokens count the line break after it)."""
+        known = self._recalled.get(pid)
+        if known is None:
+            known = self._recalled[pid] = recalled_whole(pid, self.passages[pid], self.count)
+        return known
+
+    def score_passages(self, query: str) -> dict[int, float]:
+        """Relevance of each dropped passage to ``query``; see :func:`._recall.score_passages`."""
+        # Rarities move with every message seen, so the memo holds within one compile only.
+        key = (query, len(self.passages), self.stats.documents)
+        if self._last_scores is not None and self._last_scores[0] == key:
+            return self._last_scores[1]
+        scores = score_passages(self.passages, self.postings, self.stats, query)
+        self._last_scores = (key, scores)
+        return scores

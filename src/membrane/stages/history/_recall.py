@@ -1,0 +1,240 @@
+"""Recall: dropped messages cut into passages, scored against the turn, and brought back.
+
+Each dropped message is split into passages of about PASSAGE_WORDS words. An inverted index
+(word -> passages) lets a query score only the passages that share one of its most telling
+words; :func:`select_passages` then fills the recall room with the best of them, cutting a
+passage to its best sentence when the whole one does not fit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from membrane.stages.history._shared import Count, is_request
+from membrane.text.relevance import TermStats, content_words, query_weights, rank_fusion
+from membrane.text.sentences import is_question, split_sentences
+
+if TYPE_CHECKING:
+    from membrane.stages.history._cut import HistoryTracker
+
+__all__ = [
+    "PASSAGE_WORDS",
+    "Passage",
+    "Postings",
+    "RecalledPassage",
+    "add_postings",
+    "passages_of",
+    "recalled_whole",
+    "score_passages",
+    "select_passages",
+]
+
+PASSAGE_WORDS = 60
+# Query words found in more passages than this are too common to tell passages apart.
+_MAX_POSTINGS_SCANNED = 128
+_QUESTION_WEIGHT = 0.5
+_MESSAGE_CONTEXT_WEIGHT = 0.5
+# Recall looks at the best-scoring passages only, and stops when what is left of its room
+# could not hold a useful one.
+_MAX_RECALL_CANDIDATES = 48
+_MAX_QUERY_WORDS = 16
+_MIN_USEFUL_PASSAGE_TOKENS = 12
+
+# word -> (pid, message, sentence weight) of each passage holding it, in pid order
+Postings = dict[str, list[tuple[int, int, float]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """About sixty words of a dropped message, with what its scoring needs."""
+
+    unit: int
+    message: int
+    role: str
+    text: str
+    tokens: int
+    sentences: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledPassage:
+    """A dropped passage chosen to come back, possibly cut to its best sentence."""
+
+    pid: int
+    role: str
+    text: str
+    tokens: int
+
+
+def passages_of(unit: int, message: int, role: str, text: str, count: Count) -> list[Passage]:
+    """``text`` cut into passages of whole sentences, about PASSAGE_WORDS words each."""
+    out: list[Passage] = []
+    bucket: list[str] = []
+    words = 0
+
+    def flush() -> None:
+        if bucket:
+            body = " ".join(bucket)
+            out.append(Passage(unit, message, role, body, count(body), tuple(bucket)))
+
+    for sentence in split_sentences(text):
+        n = len(sentence.split())
+        if n > PASSAGE_WORDS * 2:  # one very long sentence: split it by words
+            flush()
+            bucket, words = [], 0
+            tokens = sentence.split()
+            for i in range(0, len(tokens), PASSAGE_WORDS):
+                piece = " ".join(tokens[i : i + PASSAGE_WORDS])
+                out.append(Passage(unit, message, role, piece, count(piece), (piece,)))
+            continue
+        if words and words + n > PASSAGE_WORDS * 1.5:
+            flush()
+            bucket, words = [], 0
+        bucket.append(sentence)
+        words += n
+        if words >= PASSAGE_WORDS:
+            flush()
+            bucket, words = [], 0
+    flush()
+    return out
+
+
+def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
+    """File passage ``pid`` under each word it states (a question's words count half)."""
+    weights: dict[str, float] = {}
+    for sentence in passage.sentences:
+        if is_request(sentence):
+            continue  # a question asks for the answer; it does not hold it
+        weight = _QUESTION_WEIGHT if is_question(sentence) else 1.0
+        for w in content_words(sentence):
+            if weights.get(w, 0.0) < weight:
+                weights[w] = weight
+    message = passage.message
+    for w, weight in weights.items():
+        postings.setdefault(w, []).append((pid, message, weight))
+
+
+def recalled_whole(pid: int, passage: Passage, count: Count) -> RecalledPassage:
+    """Passage ``pid`` recalled whole (its tokens count the line break after it)."""
+    line = f"[{passage.role}] {passage.text}"
+    return RecalledPassage(pid, passage.role, line, count(line) + 1)
+
+
+def _gains(
+    posting: list[tuple[int, int, float]],
+    weight: float,
+    own: dict[int, float],
+    context: dict[int, float],
+) -> None:
+    """Add one query word's gain to each passage holding it and to its message's best."""
+    # A message's passages have consecutive pids, so its entries are adjacent here:
+    # its best gain for this word is complete when the next message starts.
+    current, best = posting[0][1], 0.0
+    for pid, message, sentence_weight in posting:
+        gain = weight * sentence_weight
+        own[pid] = own.get(pid, 0.0) + gain
+        if message != current:
+            context[current] = context.get(current, 0.0) + best
+            current, best = message, gain
+        elif gain > best:
+            best = gain
+    context[current] = context.get(current, 0.0) + best
+
+
+def score_passages(
+    passages: Sequence[Passage], postings: Postings, stats: TermStats, query: str
+) -> dict[int, float]:
+    """Relevance of each dropped passage to ``query`` (only passages sharing a word).
+
+    A passage's own shared rare words count fully; the words its message shares count
+    at half weight on top, so the part of a record that holds the answer ranks with the
+    part that names the record. Only the query's most telling words are looked up, which
+    bounds the work however long the conversation grows.
+    """
+    weights = query_weights(query)
+    rarity = stats.idfs(weights)
+    # Most telling first: by weight, then by word (negated, so plain tuple order does it).
+    ranked = sorted([(-(q * r), w) for (w, q), r in zip(weights.items(), rarity, strict=True)])
+    own: dict[int, float] = {}
+    context: dict[int, float] = {}
+    for negated, w in ranked[:_MAX_QUERY_WORDS]:
+        posting = postings.get(w)
+        if posting and len(posting) <= _MAX_POSTINGS_SCANNED:
+            _gains(posting, -negated, own, context)
+    return {
+        pid: score + _MESSAGE_CONTEXT_WEIGHT * context[passages[pid].message]
+        for pid, score in own.items()
+    }
+
+
+def _best_sentence(passage: Passage, weights: Mapping[str, float], stats: TermStats) -> str:
+    def score(sentence: str) -> float:
+        shared = weights.keys() & set(content_words(sentence))
+        return math.fsum(weights[w] * stats.idf(w) for w in shared)  # order-free, see keyframes
+
+    return max(passage.sentences, key=score)
+
+
+def _ranked(
+    scores: Mapping[int, float],
+    floor: float,
+    extra_ranking: Sequence[int] | None,
+) -> list[int]:
+    """Pids scoring at least ``floor``, best first (then newest), fused with ``extra_ranking``."""
+    # Best score first, then the newest: sorted as (-score, -pid) pairs.
+    ranked = [
+        -negated for _, negated in sorted([(-s, -pid) for pid, s in scores.items() if s >= floor])
+    ]
+    if extra_ranking is not None:
+        allowed = set(ranked)
+        ranked = rank_fusion([ranked, [p for p in extra_ranking if p in allowed]])
+    return ranked
+
+
+def select_passages(
+    tracker: HistoryTracker,
+    query: str,
+    room: int,
+    *,
+    limit: int,
+    count: Count,
+    extra_ranking: Sequence[int] | None = None,
+    min_relative_score: float = 0.3,
+    max_passages: int | None = None,
+    min_score: float = 0.0,
+) -> list[RecalledPassage]:
+    """The best-matching dropped passages that fit ``min(room, limit)`` tokens.
+
+    Passages rank by shared rare words with ``query``, then recency. ``extra_ranking`` (pids,
+    best first, e.g. from an embedder) is fused in as a second vote.
+    """
+    budget = min(room, limit)
+    scores = tracker.score_passages(query)
+    if not scores or budget <= 0:
+        return []
+    best = max(scores.values())
+    if best < min_score:
+        return []
+    ranked = _ranked(scores, best * min_relative_score, extra_ranking)
+    weights = query_weights(query)
+    chosen: list[RecalledPassage] = []
+    used = 0
+    for pid in ranked[:_MAX_RECALL_CANDIDATES]:
+        if budget - used < _MIN_USEFUL_PASSAGE_TOKENS or len(chosen) == max_passages:
+            break
+        recalled = tracker.recalled(pid)
+        if used + recalled.tokens > budget:
+            passage = tracker.passages[pid]
+            sentence = _best_sentence(passage, weights, tracker.stats)
+            line = f"[{passage.role}] … {sentence} …"
+            recalled = RecalledPassage(pid, passage.role, line, count(line) + 1)
+            if used + recalled.tokens > budget:
+                continue
+        chosen.append(recalled)
+        used += recalled.tokens
+    # Oldest first reads like the conversation did.
+    chosen.sort(key=lambda r: r.pid)
+    return chosen
