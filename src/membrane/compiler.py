@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from membrane import config
 from membrane.capabilities import get_model_capabilities
 from membrane.errors import InvalidInputError
-from membrane.messages import Message, message_text, validate_messages
+from membrane.messages import Message, message_text, tool_call_ids, validate_messages
 from membrane.prompt_text import mem_numbers
 from membrane.render import Rendered, render_end, render_system
 from membrane.report import CompileMetrics, CompileReport, Region
@@ -131,8 +131,10 @@ class ContextCompiler:
         self._counters: dict[int, MemoizedCounter] = {}
         self._window = WindowPlanner()
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
-        # Per conversation: how many history messages passed validation, and the last of them.
-        self._validated: LRUCache[str, tuple[int, tuple[str, str]]] = LRUCache(_MAX_CONVERSATIONS)
+        # Per conversation: how many messages passed, the last of them, their tool-call ids.
+        self._validated: LRUCache[str, tuple[int, tuple[str, str], frozenset[str]]] = LRUCache(
+            _MAX_CONVERSATIONS
+        )
 
     def compile(
         self,
@@ -334,7 +336,7 @@ class ContextCompiler:
         self, messages: Sequence[Message] | None, conversation: str
     ) -> list[Message]:
         """Validate the history, skipping the prefix this conversation already passed."""
-        start = 0
+        start, earlier = 0, frozenset[str]()
         seen = self._validated.get(conversation)
         if (
             seen is not None
@@ -342,10 +344,14 @@ class ContextCompiler:
             and len(messages) >= seen[0]
             and _message_key(messages[seen[0] - 1]) == seen[1]
         ):
-            start = seen[0]
-        history = validate_messages(messages, field="conversation_messages", start=start)
+            start, earlier = seen[0], seen[2]
+        history = validate_messages(
+            messages, field="conversation_messages", start=start, earlier_call_ids=earlier
+        )
         if history:
-            self._validated.put(conversation, (len(history), _message_key(history[-1])))
+            new_ids = tool_call_ids(history, start)
+            ids = earlier | new_ids if new_ids else earlier
+            self._validated.put(conversation, (len(history), _message_key(history[-1]), ids))
         return history
 
     def _window_settings(self) -> WindowSettings:
