@@ -524,8 +524,12 @@ def pytest_sessionfinish(session, exitstatus):
 """
 
 
-def error_case() -> Observation:
-    """The class and message of every error a test in tests/ expects, in test order."""
+def error_cases() -> dict[str, Observation]:
+    """The class and message of every error a test expects, one case per test file.
+
+    A test file added later brings cases of its own (reported as new by ``--check``); an
+    existing file's case changes only when an error it expects changes.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         plugin = Path(tmp) / "membrane_raises_plugin.py"
         plugin.write_text(_PLUGIN)
@@ -560,12 +564,13 @@ def error_case() -> Observation:
         if done.returncode != 0:
             raise RuntimeError("the test suite failed under the recorder:\n" + done.stdout[-3000:])
         entries = json.loads(log_path.read_text())
-    # Paths in messages vary with the temporary folder; keep the class and the message shape.
-    return sorted(
-        [test, cls, message.replace(tempfile.gettempdir(), "TMP")]
-        for test, cls, message in entries
-        if "tmp" not in message.lower()
-    )
+    by_file: dict[str, list[Observation]] = {}
+    for test, cls, message in entries:
+        # Paths in messages vary with the temporary folder; leave those out.
+        if "tmp" in message.lower():
+            continue
+        by_file.setdefault("errors/" + test.split("::", 1)[0], []).append([test, cls, message])
+    return {name: sorted(rows) for name, rows in by_file.items()}
 
 
 # ---------------------------------------------------------------------------- the manifest
@@ -576,8 +581,6 @@ def all_cases(with_errors: bool) -> Iterator[tuple[str, Callable[[], Observation
     yield from suite_cases()
     yield from path_cases()
     yield from cli_cases()
-    if with_errors:
-        yield "errors", error_case
 
 
 def digest(observation: Observation) -> str:
@@ -591,6 +594,10 @@ def compute(with_errors: bool, only: str | None = None) -> dict[str, str]:
         if only is not None and not name.startswith(only):
             continue
         hashes[name] = digest(case())
+    if with_errors and (only is None or "errors/".startswith(only) or only.startswith("errors")):
+        for name, rows in error_cases().items():
+            if only is None or name.startswith(only):
+                hashes[name] = digest(rows)
     return hashes
 
 
@@ -612,20 +619,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {len(hashes)} hashes to {MANIFEST.relative_to(ROOT)} in {elapsed:.0f} s")
         return 0
     expected = json.loads(MANIFEST.read_text())
-    wrong = [n for n, h in hashes.items() if expected.get(n) != h]
+    new = [n for n in hashes if n not in expected]
+    wrong = [n for n, h in hashes.items() if n in expected and expected[n] != h]
     missing = [n for n in expected if n not in hashes and _selected(n, args)]
+    for name in new:
+        print(f"new (not in the manifest): {name}")
     for name in wrong:
         print(f"changed: {name}")
     for name in missing:
         print(f"not computed: {name}")
-    print(f"{len(hashes) - len(wrong)} of {len(hashes)} cases unchanged ({elapsed:.0f} s)")
+    known = len(hashes) - len(new)
+    print(
+        f"{known - len(wrong)} of {known} known cases unchanged, {len(new)} new ({elapsed:.0f} s)"
+    )
     return 1 if wrong or missing else 0
 
 
 def _selected(name: str, args: argparse.Namespace) -> bool:
     if args.only is not None and not name.startswith(args.only):
         return False
-    return not (args.skip_errors and name == "errors")
+    return not (args.skip_errors and name.startswith("errors"))
 
 
 if __name__ == "__main__":
