@@ -29,7 +29,7 @@ __all__ = [
 T = TypeVar("T")
 
 #: Share of the budget each section may take in the first pass.
-SECTION_SHARE: dict[str, float] = dict(_core.SECTION_SHARE)
+SECTION_SHARE: dict[str, float] = {name: share for name, share in _core.SECTION_SHARE.items()}
 
 #: Default size of the whole memory block, in tokens.
 DEFAULT_MEMORY_BUDGET = _core.DEFAULT_MEMORY_BUDGET
@@ -46,7 +46,7 @@ def estimate_tokens(text: str) -> int:
 
 def allocate(total: int = DEFAULT_MEMORY_BUDGET) -> dict[str, int]:
     """Each section's first-pass allowance: ``int(total * share)``."""
-    return dict(_core._allocate(total))
+    return {name: tokens for name, tokens in _core._allocate(total).items()}
 
 
 def skeleton_chapters(up_to_chapter: int, exclude_from: int) -> list[int]:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from ._oracle_server import encode
-
 from .helpers import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -79,7 +79,7 @@ def components(dim: int) -> st.SearchStrategy[list[float]]:
 
 vector_input = st.one_of(
     st.integers(0, 12).flatmap(components),
-    st.lists(st.one_of(any_float, st.integers(-10**6, 10**6)), max_size=12),
+    st.lists(st.one_of(any_float, st.integers(-(10**6), 10**6)), max_size=12),
     st.lists(st.floats(width=32), max_size=12),
 )
 

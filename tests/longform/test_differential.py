@@ -97,7 +97,7 @@ def call_case(
         values = [draw(s) for s in positional]
         if names and draw(st.booleans()):
             split = draw(st.integers(0, len(values)))
-            return values[:split], dict(zip(names[split:], values[split:]))
+            return values[:split], dict(zip(names[split:], values[split:], strict=True))
         return values, {}
 
     return build()
@@ -130,7 +130,7 @@ def _membrane_allocate(args: list[Any], kwargs: dict[str, Any], expected: dict[s
 
 
 def test_allocate(published: Side, ours: Side) -> None:
-    totals = st.one_of(st.integers(-10**6, 10**9), S.any_float, st.sampled_from([6000, 0, 1]))
+    totals = st.one_of(st.integers(-(10**6), 10**9), S.any_float, st.sampled_from([6000, 0, 1]))
 
     @st.composite
     def cases(draw: st.DrawFn) -> tuple[list[Any], dict[str, Any]]:
@@ -173,11 +173,7 @@ def test_fit_items(published: Side, ours: Side) -> None:
     def membrane(args: list[Any], kwargs: dict[str, Any], expected: dict[str, Any]) -> None:
         values = args + list(kwargs.values())
         items_, _fn, budget_ = values
-        if (
-            isinstance(budget_, int)
-            and budget_ >= 0
-            and all(isinstance(i, str) for i in items_)
-        ):
+        if isinstance(budget_, int) and budget_ >= 0 and all(isinstance(i, str) for i in items_):
             fitted = mlf.fit_items(items_, lambda s: s, budget_)
             answer = plain(expected["ok"])
             assert (list(fitted.kept), fitted.used_tokens, fitted.dropped) == (
@@ -259,7 +255,7 @@ def _membrane_decode(args: list[Any], kwargs: dict[str, Any], expected: dict[str
         assert (mine is None) == (theirs is None)
         if mine is not None:
             assert len(mine) == len(theirs)
-            assert all(same_float(a, b) for a, b in zip(mine, theirs))
+            assert all(same_float(a, b) for a, b in zip(mine, theirs, strict=True))
 
 
 def test_decode_vector(published: Side, ours: Side) -> None:
@@ -301,7 +297,7 @@ def _membrane_search(args: list[Any], kwargs: dict[str, Any], expected: dict[str
         )
         mine = [(hit.row[0], hit.score) for hit in hits]
         assert [r for r, _ in mine] == [r for r, _ in answer], use_numpy
-        assert all(same_float(a, b) for (_, a), (_, b) in zip(mine, answer))
+        assert all(same_float(a, b) for (_, a), (_, b) in zip(mine, answer, strict=True))
 
 
 def _non_finite(value: Any) -> bool:

@@ -13,6 +13,7 @@ caller asks for them.
 
 from __future__ import annotations
 
+from membrane.longform._matrix import DEFAULT_VECTOR_CACHE_BYTES, VectorCache
 from membrane.longform.bridge import (
     DEFAULT_MEMORY_KINDS,
     DEFAULT_SECTION_TIERS,
@@ -100,6 +101,7 @@ __all__ = [
     "DEFAULT_RECENT_CHAPTERS",
     "DEFAULT_SECTION_TIERS",
     "DEFAULT_THREAD_LABELS",
+    "DEFAULT_VECTOR_CACHE_BYTES",
     "MAX_SKELETON_ENTRIES",
     "MAX_THREAD_OPS_PER_CHAPTER",
     "MIN_SKELETON_GAP",
@@ -132,6 +134,7 @@ __all__ = [
     "ThreadOp",
     "ThreadPlan",
     "ThreadRow",
+    "VectorCache",
     "allocate",
     "compare_thread_urgency",
     "decode_vector",

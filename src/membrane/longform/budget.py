@@ -213,9 +213,7 @@ class Fitted(Generic[T]):
 def _checked_measure(counter: TokenCounter | None) -> Callable[[object, int], int]:
     def measure(text: object, index: int) -> int:
         if not isinstance(text, str):
-            raise TypeError(
-                f"to_text must return str, got {type(text).__name__} for item {index}"
-            )
+            raise TypeError(f"to_text must return str, got {type(text).__name__} for item {index}")
         return estimate_tokens(text, counter=counter)
 
     return measure

@@ -75,7 +75,9 @@ SCRIPTS: Final[dict[str, re.Pattern[str]]] = {
 SAMPLE_CHARS: Final = 120
 
 # What language_mismatch counts as an ideograph: kana, Han and hangul syllables.
-_IDEOGRAPH: Final = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_IDEOGRAPH: Final = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
+)
 _ASCII_LETTER: Final = re.compile("[a-zA-Z]")
 # In a character-counted document, a record with more ASCII letters than this and no
 # ideograph at all was written in the wrong language (fewer is a name or an acronym).
@@ -103,8 +105,7 @@ def dominates(text: str, script: str | re.Pattern[str]) -> bool:
         pattern = SCRIPTS.get(script)
         if pattern is None:
             raise InvalidInputError(
-                f"unknown script {script!r}; use one of {', '.join(SCRIPTS)} or a compiled "
-                "pattern",
+                f"unknown script {script!r}; use one of {', '.join(SCRIPTS)} or a compiled pattern",
                 field="script",
             )
         script = pattern

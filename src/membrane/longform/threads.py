@@ -213,7 +213,9 @@ class PayoffPlan:
     rest: tuple[Any, ...]
 
 
-def _owed(threads: Sequence[Any], chapter_number: Any, total_chapters: Any) -> tuple[Any, list[Any]]:
+def _owed(
+    threads: Sequence[Any], chapter_number: Any, total_chapters: Any
+) -> tuple[Any, list[Any]]:
     if not threads:
         return None, []
     ranked = sorted(threads, key=lambda t: (-t.overdue_by, t.opened_at_chapter))
@@ -420,7 +422,9 @@ def plan_thread_ops(
 
 
 def _due_by(chapter: int) -> str:
-    return " (due by Ch.%d)" % chapter
+    # %d, not an f-string: a float deadline prints truncated and a string one raises, as in
+    # the published package.
+    return " (due by Ch.%d)" % chapter  # noqa: UP031
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,5 +471,5 @@ def render_known_threads(rows: Sequence[Any], labels: Any = DEFAULT_THREAD_LABEL
     for number, row in enumerate(rows, start=1):
         marker = labels.in_progress if row.status == "progressing" else ""
         due = _due_text(labels.due, row.deadline_chapter) if row.deadline_chapter else ""
-        lines.append("[T%d] %s%s%s" % (number, marker, row.summary, due))
+        lines.append(f"[T{number}] {marker}{row.summary}{due}")
     return "\n".join(lines)

@@ -203,7 +203,9 @@ def _score_rows(
     return scored
 
 
-def _select(scored: list[tuple[int, float]], k: Any, relative_floor: Any) -> list[tuple[int, float]]:
+def _select(
+    scored: list[tuple[int, float]], k: Any, relative_floor: Any
+) -> list[tuple[int, float]]:
     """Best first (a stable sort, so equal scores keep row order), then the relative floor
     against the best score, then the first ``k``."""
     if not scored:
@@ -264,6 +266,8 @@ def _candidates(
     sure_min = keep & (lower >= min_score)
     if sure_min.any():
         keep &= upper >= float(lower[sure_min].max()) * relative_floor
+        if not keep.any():
+            return np.flatnonzero(keep)
     # And it scores at most the largest upper bound: rows whose lower bound clears both floors
     # with that best case are surely hits; the k-th best of their lower bounds is a score any
     # row in the final top k must reach.
@@ -328,9 +332,7 @@ def _search_numpy(
         matrix, norms, np.asarray(query, dtype=np.float32), k, min_score, relative_floor
     )
     return [
-        (positions[p], score)
-        for p, score in _exact(query, matrix, chosen)
-        if not score < min_score
+        (positions[p], score) for p, score in _exact(query, matrix, chosen) if not score < min_score
     ]
 
 
