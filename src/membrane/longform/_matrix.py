@@ -42,11 +42,19 @@ class VectorSet:
         with np.errstate(all="ignore"):
             norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
         finite = np.isfinite(norms)
-        self.data = np.ascontiguousarray(matrix[finite])
-        self.norms = norms[finite]
-        self.numbers = np.asarray(numbers, dtype=np.int64)[finite]
-        self.count = int(self.data.shape[0])
-        self.slot: dict[int, int] = {int(n): i for i, n in enumerate(self.numbers.tolist())}
+        self.count = int(finite.sum())
+        # Headroom for the chapters still to come, so the first writes after a load append in
+        # place instead of copying the whole matrix.
+        capacity = self.count + max(16, self.count // 8)
+        self.data = np.empty((capacity, dim), dtype=np.float32)
+        self.data[: self.count] = matrix[finite]
+        self.norms = np.empty(capacity, dtype=np.float64)
+        self.norms[: self.count] = norms[finite]
+        self.numbers = np.empty(capacity, dtype=np.int64)
+        self.numbers[: self.count] = np.asarray(numbers, dtype=np.int64)[finite]
+        self.slot: dict[int, int] = {
+            int(n): i for i, n in enumerate(self.numbers[: self.count].tolist())
+        }
 
     @property
     def nbytes(self) -> int:

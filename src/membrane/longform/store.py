@@ -500,15 +500,17 @@ class LongformStore:
         excluded = np.fromiter(exclude, dtype=np.int64)
         if excluded.size:
             usable &= ~np.isin(numbers, excluded)
-        chosen = _candidates(
-            matrix,
-            norms,
-            np.asarray(query, dtype=np.float32),
-            k,
-            min_score,
-            relative_floor,
-            usable,
-        )
+        query32 = np.asarray(query, dtype=np.float32)
+        allowed = np.flatnonzero(usable)
+        if allowed.size == 0:
+            return []
+        if allowed.size * 2 < vectors.count:
+            # Early chapters see only a small part of the book: score just those rows.
+            chosen = allowed[
+                _candidates(matrix[allowed], norms[allowed], query32, k, min_score, relative_floor)
+            ]
+        else:
+            chosen = _candidates(matrix, norms, query32, k, min_score, relative_floor, usable)
         scored = []
         for position in chosen.tolist():
             score = _dot(query, matrix[position].tolist())
