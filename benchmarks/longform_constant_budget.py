@@ -338,6 +338,7 @@ def measure_search(
                 lambda size=size, extra=extra: store.put_chapter(size + 1, "", embedding=extra)
             )
             after_write_ms, after_hits = workload.timed_ms(lambda: _store_search(store, query))
+            cache_bytes = cache.bytes_used
         entry["store"] = {
             "bulk_write_ms": write_ms,
             "cold_first_query_after_open_ms": cold_ms,
@@ -346,7 +347,7 @@ def measure_search(
             "warm_query_cpu_ms_median": _median([cpu for _, cpu, _ in warm_runs]),
             "write_one_chapter_ms": put_ms,
             "first_query_after_write_ms": after_write_ms,
-            "cache_bytes": cache.bytes_used,
+            "cache_bytes": cache_bytes,
             "hits": _hits(cold_hits),
             "hits_after_write": _hits(after_hits),
         }

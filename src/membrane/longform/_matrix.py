@@ -38,7 +38,8 @@ class VectorSet:
         import numpy as np
 
         self.dim = dim
-        matrix = np.frombuffer(raw, dtype="<f4").reshape(len(numbers), dim).astype(np.float32)
+        # A read-only view of the bytes; the one copy is into the writable matrix below.
+        matrix = np.frombuffer(raw, dtype="<f4").reshape(len(numbers), dim)
         with np.errstate(all="ignore"):
             norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
         finite = np.isfinite(norms)
@@ -47,11 +48,13 @@ class VectorSet:
         # place instead of copying the whole matrix.
         capacity = self.count + max(16, self.count // 8)
         self.data = np.empty((capacity, dim), dtype=np.float32)
-        self.data[: self.count] = matrix[finite]
+        every_row = self.count == len(numbers)
+        self.data[: self.count] = matrix if every_row else matrix[finite]
         self.norms = np.empty(capacity, dtype=np.float64)
-        self.norms[: self.count] = norms[finite]
+        self.norms[: self.count] = norms if every_row else norms[finite]
         self.numbers = np.empty(capacity, dtype=np.int64)
-        self.numbers[: self.count] = np.asarray(numbers, dtype=np.int64)[finite]
+        chapters = np.asarray(numbers, dtype=np.int64)
+        self.numbers[: self.count] = chapters if every_row else chapters[finite]
         self.slot: dict[int, int] = {
             int(n): i for i, n in enumerate(self.numbers[: self.count].tolist())
         }
