@@ -11,7 +11,7 @@ import pytest
 
 import longform_memory
 import membrane.longform
-from membrane.longform import bridge, budget, language, store, threads, vector
+from membrane.longform import _matrix, bridge, budget, language, store, threads, vector
 
 from .helpers import subprocess_env
 
@@ -133,7 +133,7 @@ def test_import_loads_only_the_standard_library(module: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "module", [budget, vector, language, threads, store, bridge, membrane.longform]
+    "module", [budget, vector, language, threads, store, bridge, _matrix, membrane.longform]
 )
 def test_docstring_examples_hold(module: ModuleType) -> None:
     outcome = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
