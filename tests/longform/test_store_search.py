@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import base64
 import math
 import os
+import random
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -87,9 +90,6 @@ def library(draw: st.DrawFn) -> tuple[int, list[str | None], list[float], dict[s
             values.append(None)
     stored = [v for v in values if v is not None and len(v) == len(S.wire([0.0] * dim))]
     if stored and draw(st.booleans()):
-        import base64
-        import struct
-
         raw = base64.b64decode(draw(st.sampled_from(stored)))
         query = list(struct.unpack(f"<{dim}f", raw))
     else:
@@ -158,19 +158,19 @@ write = st.one_of(
 def test_writes_update_the_matrix_in_place(steps: list[tuple[tuple[str, int, int], bool]]) -> None:
     dim = 6
     with LongformStore(":memory:") as store:
-        _put(store, [encode_vector(S_vector(n, dim)) for n in range(1, 11)])
-        query = S_vector(3, dim)
+        _put(store, [encode_vector(spread_vector(n, dim)) for n in range(1, 11)])
+        query = spread_vector(3, dim)
         expected = reference(store, query, k=5, min_score=-1.0)
         assert same(cached(store, query, k=5, min_score=-1.0), expected)
         document = store.vector_cache.get(store._owner)
         assert document is not None
         for (kind, number, seed), ask in steps:
             if kind == "put":
-                store.put_chapter(number, "text", embedding=S_vector(seed, dim))
+                store.put_chapter(number, "text", embedding=spread_vector(seed, dim))
             elif kind == "clear":
                 store.put_chapter(number, "text", embedding=None)
             elif kind == "other-dim":
-                store.put_chapter(number, "text", embedding=S_vector(number, dim + 2))
+                store.put_chapter(number, "text", embedding=spread_vector(number, dim + 2))
             else:
                 source = store.get_chapter(seed)
                 embedding = source.embedding if source is not None else None
@@ -183,9 +183,8 @@ def test_writes_update_the_matrix_in_place(steps: list[tuple[tuple[str, int, int
         assert store.vector_cache.get(store._owner) is document
 
 
-def S_vector(seed: int, dim: int) -> list[float]:
-    import random
-
+def spread_vector(seed: int, dim: int) -> list[float]:
+    """A vector with components spread over [-1, 1], the same for the same seed."""
     rng = random.Random(seed)
     return [rng.uniform(-1.0, 1.0) for _ in range(dim)]
 
@@ -193,8 +192,8 @@ def S_vector(seed: int, dim: int) -> list[float]:
 def test_a_write_by_another_connection_is_seen(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
     with LongformStore(path) as reader, LongformStore(path) as writer:
-        _put(writer, [encode_vector(S_vector(n, 4)) for n in range(1, 6)])
-        query = S_vector(99, 4)
+        _put(writer, [encode_vector(spread_vector(n, 4)) for n in range(1, 6)])
+        query = spread_vector(99, 4)
         assert same(cached(reader, query, k=3, min_score=-1.0),
                     reference(reader, query, k=3, min_score=-1.0))  # fmt: skip
         loaded = reader.vector_cache.get(reader._owner)
@@ -206,7 +205,7 @@ def test_a_write_by_another_connection_is_seen(tmp_path: Path) -> None:
         assert reader.vector_cache.get(reader._owner) is not loaded
         # Its own writes after that are patched again.
         reloaded = reader.vector_cache.get(reader._owner)
-        reader.put_chapter(8, "mine", embedding=S_vector(8, 4))
+        reader.put_chapter(8, "mine", embedding=spread_vector(8, 4))
         assert same(cached(reader, query, k=4, min_score=-1.0),
                     reference(reader, query, k=4, min_score=-1.0))  # fmt: skip
         assert reader.vector_cache.get(reader._owner) is reloaded
@@ -220,8 +219,8 @@ def test_a_shared_cache_evicts_the_least_recently_used_document(tmp_path: Path) 
     stores = [LongformStore(tmp_path / f"book{i}.db", vector_cache=cache) for i in range(3)]
     try:
         for i, store in enumerate(stores):
-            _put(store, [encode_vector(S_vector(1000 * i + n, dim)) for n in range(200)])
-        query = S_vector(7, dim)
+            _put(store, [encode_vector(spread_vector(1000 * i + n, dim)) for n in range(200)])
+        query = spread_vector(7, dim)
         for store in stores:
             assert same(cached(store, query, k=4, min_score=-1.0),
                         reference(store, query, k=4, min_score=-1.0))  # fmt: skip
@@ -238,8 +237,8 @@ def test_a_shared_cache_evicts_the_least_recently_used_document(tmp_path: Path) 
 
 def test_a_document_larger_than_the_bound_is_searched_but_not_kept(tmp_path: Path) -> None:
     with LongformStore(tmp_path / "big.db", vector_cache=VectorCache(max_bytes=0)) as store:
-        _put(store, [encode_vector(S_vector(n, 8)) for n in range(50)])
-        query = S_vector(3, 8)
+        _put(store, [encode_vector(spread_vector(n, 8)) for n in range(50)])
+        query = spread_vector(3, 8)
         assert same(cached(store, query, k=6, min_score=-1.0),
                     reference(store, query, k=6, min_score=-1.0))  # fmt: skip
         assert store.vector_cache.bytes_used == 0
@@ -248,8 +247,8 @@ def test_a_document_larger_than_the_bound_is_searched_but_not_kept(tmp_path: Pat
 def test_memory_block_retrieval_is_the_same_with_and_without_the_cache(
     store: LongformStore,
 ) -> None:
-    _put(store, [encode_vector(S_vector(n % 7, 12)) for n in range(1, 120)])
-    query = S_vector(3, 12)
+    _put(store, [encode_vector(spread_vector(n % 7, 12)) for n in range(1, 120)])
+    query = spread_vector(3, 12)
     with_cache = store.memory_block(119, query_embedding=query, min_score=0.0, use_numpy=None)
     without = store.memory_block(119, query_embedding=query, min_score=0.0, use_numpy=False)
     assert with_cache.retrieval_scores == without.retrieval_scores
