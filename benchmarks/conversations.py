@@ -534,31 +534,35 @@ def kind_table(rows: dict[str, Any]) -> str:
     return markdown_table(header, body)
 
 
-def detail_table(rows: dict[str, Any]) -> str:
-    names = [n for n in (*STRATEGIES, REFERENCE) if n in rows]
+def detail_table(by_mode: dict[str, dict[str, Any]]) -> str:
+    """Recall in both modes, then what the play cost (chat requests and next-session questions)."""
+    nxt, end = by_mode["next"], by_mode["end"]
+    names = [n for n in (*STRATEGIES, REFERENCE) if n in nxt and n in end]
     header = [
         "strategy",
-        "recall (verbatim)",
+        "recall next / end (verbatim)",
         "cost 0.5x / 0.1x",
         "0.1x, 1-h TTL",
         "Anthropic 5m / 1h",
         "ms per turn",
         "cut moves",
-        "wasted recall",
+        "wasted recall next / end",
     ]
     body = []
     for n in names:
-        r = rows[n]
+        r, e = nxt[n], end[n]
+        waste = [fmt_pct(x["recall_waste"]) if x["recalled_tokens"] else "–" for x in (r, e)]
         body.append(
             [
                 SHORT[n],
-                f"{fmt_pct(r['recall'])} ({fmt_pct(r['recall_verbatim'])})",
+                f"{fmt_pct(r['recall'])} ({fmt_pct(r['recall_verbatim'])}) / "
+                f"{fmt_pct(e['recall'])} ({fmt_pct(e['recall_verbatim'])})",
                 f"{fmt_num(r['cost_05'])} / {fmt_num(r['cost_01'])}",
                 fmt_num(r["cost_01_1h"]),
                 f"{fmt_num(r['cost_anthropic'])} / {fmt_num(r['cost_anthropic_1h'])}",
                 fmt_ms(r["chat_ms_median"]),
                 fmt_num(r["mid_session_cut_moves"], 1),
-                fmt_pct(r["recall_waste"]) if r["recalled_tokens"] else "–",
+                " / ".join(waste),
             ]
         )
     return markdown_table(header, body)
@@ -580,28 +584,33 @@ def kind_detail_table(rows: dict[str, Any]) -> str:
 
 
 def conversations_tables(payload: dict[str, Any]) -> str:
+    """Per split (held-out first): the kind tables, the cost table per budget, kinds in detail."""
     parts = []
     results = payload["results"]
     for split in ("heldout", "dev"):
         if split not in results:
             continue
-        n = payload["splits"][split]
+        n = len(payload["splits"][split])
         for budget, by_mode in results[split].items():
             for mode in MODES:
-                rows = by_mode.get(mode)
-                if not rows:
-                    continue
                 when = (
                     "each question right after the session following its evidence"
                     if mode == "next"
                     else "every question after the last session"
                 )
                 parts.append(
-                    f"**{split} split ({len(n)} conversations), budget {int(budget):,}, {when}**\n"
+                    f"**{split} split ({n} conversations), {int(budget):,} tokens, {when}**\n"
                 )
-                parts.append(kind_table(rows) + "\n")
-                parts.append(detail_table(rows) + "\n")
-                parts.append(kind_detail_table(rows) + "\n")
+                parts.append(kind_table(by_mode[mode]) + "\n")
+            parts.append(f"**{split} split, {int(budget):,} tokens: cost, time, cut moves**\n")
+            parts.append(detail_table(by_mode) + "\n")
+        first = str(payload["settings"]["budgets"][0])
+        for mode in MODES:
+            parts.append(
+                f"**{split} split, {int(first):,} tokens, {mode} mode: each kind's questions "
+                "(recall / cost at reads 0.1x / median ms; Membrane's wasted recall)**\n"
+            )
+            parts.append(kind_detail_table(results[split][first][mode]) + "\n")
     return "\n".join(parts)
 
 
