@@ -52,6 +52,8 @@ from benchmarks._strategies import (
     LlamaMemory,
     Strategy,
     StrategyUnavailable,
+    _from_llama,
+    _to_llama,
     make_strategy,
 )
 from benchmarks._suite import command_line
@@ -121,7 +123,9 @@ class _Caches:
             self._clocks += [o._seen, a._written]  # type: ignore[list-item]
             self.openai[name], self.anthropic[name] = o, a
 
-    def bill(self, now: float, messages: list[dict[str, Any]], anthropic: dict[str, Any]) -> dict:
+    def bill(
+        self, now: float, messages: list[dict[str, Any]], anthropic: dict[str, Any]
+    ) -> dict[str, float]:
         for clock in self._clocks:
             clock.now = now
         out: dict[str, float] = {}
@@ -168,8 +172,6 @@ class SendEverything(Strategy):
 
 def _probe_llama(strategy: LlamaMemory, history: list[dict[str, Any]], question: str) -> Built:
     """LlamaIndex ``Memory`` asked a question that must not join its stored chat."""
-    from benchmarks._strategies import _to_llama
-
     t0 = time.perf_counter_ns()
     new = [_to_llama(strategy._chat_message, m) for m in history[strategy._seen :]]
     if new:
@@ -177,8 +179,6 @@ def _probe_llama(strategy: LlamaMemory, history: list[dict[str, Any]], question:
     strategy._seen = len(history)
     kept = strategy._memory.get()
     elapsed = time.perf_counter_ns() - t0
-    from benchmarks._strategies import _from_llama
-
     messages = [
         {"role": "system", "content": strategy.scenario.system_prompt},
         *map(_from_llama, kept),
