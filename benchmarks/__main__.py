@@ -31,7 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("benchmarks.compile_speed", ["--quick"] if args.quick else []),
         (
             "benchmarks.conversations",
-            ["--conversations", "10", "--no-write"] if args.quick else ["--split", "all"],
+            ["--conversations", "10", "--no-write"]
+            if args.quick
+            else ["--split", "all", "--jobs", str(args.jobs)],
         ),
     ]
     # Suites owned elsewhere join the run when they exist in this checkout.
