@@ -8,8 +8,9 @@ report, save the state. The algorithms live in ``membrane.stages``; this module 
 from __future__ import annotations
 
 import inspect
-from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from membrane import config
@@ -20,7 +21,15 @@ from membrane.prompt_text import mem_numbers
 from membrane.render import Rendered, render_end, render_system
 from membrane.report import CompileMetrics, CompileReport, Region
 from membrane.result import CompileResult, CostQuote
-from membrane.session import LRUCache, Session, StoreNotes, load_calibration, scale_key
+from membrane.session import (
+    LRUCache,
+    Session,
+    StoreNotes,
+    load_calibration,
+    run_off_loop,
+    scale_key,
+    write_state,
+)
 from membrane.stages.layout import ContextLayoutEngine
 from membrane.stages.preflight import SyncCompressor, check_compressed
 from membrane.stages.tail import TailSettings, fit_tail
@@ -210,11 +219,13 @@ class ContextCompiler:
         """Like :meth:`compile`, with an async pre-flight compressor.
 
         The compressor runs only when the memories on offer exceed
-        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them.
+        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O
+        runs off the event loop (:func:`membrane.session.run_off_loop`).
         """
         analyst = compress_async if compress_async is not None else compress_fn
+        compile_now = partial(self.compile, memories, user_message, **kwargs)
         if analyst is None:
-            return self.compile(memories, user_message, **kwargs)
+            return await run_off_loop(self.state_store, compile_now)
         count = self._counter(kwargs.get("tokenizer_registry")).count
         offer = normalise_offer(
             memories,
@@ -225,7 +236,7 @@ class ContextCompiler:
         )
         raw = "\n".join(offer.lines())
         if count(raw) <= config.preflight_token_threshold():
-            return self.compile(memories, user_message, **kwargs)
+            return await run_off_loop(self.state_store, compile_now)
         target = config.preflight_target_tokens()
         if hasattr(analyst, "compress_retrieved_memory"):
             summary = await analyst.compress_retrieved_memory(raw, target, user_message)
@@ -233,7 +244,10 @@ class ContextCompiler:
             summary = await analyst(raw, target, user_message)
         done = check_compressed(summary)
         kwargs.pop("compress_sync", None)
-        return self.compile(memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs)
+        compile_now = partial(
+            self.compile, memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs
+        )
+        return await run_off_loop(self.state_store, compile_now)
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
@@ -246,12 +260,12 @@ class ContextCompiler:
             raise TypeError("actual_prompt_tokens must be an int (the provider's prompt tokens)")
         if self.fixed_token_scale is not None:
             return self.fixed_token_scale
-        report = CompileReport.from_metadata(result.metadata)
+        report, notes = CompileReport.from_metadata(result.metadata), StoreNotes()
         model_id, counted = report.model_id, report.sent_tokens
-        calibration = load_calibration(self.state_store, model_id).observe(
+        calibration = load_calibration(self.state_store, model_id, notes).observe(
             counted, actual_prompt_tokens
         )
-        self.state_store.put(scale_key(model_id), calibration.to_dict())
+        write_state(self.state_store, scale_key(model_id), calibration.to_dict(), notes)
         return calibration.scale
 
     def estimate(

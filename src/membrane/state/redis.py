@@ -29,6 +29,7 @@ __all__ = [
     "OutagePolicy",
     "RedisStateStore",
     "StoreCall",
+    "bounded_client",
     "get_ref_map_for_conversation",
     "set_ref_map_for_conversation",
 ]
@@ -252,8 +253,58 @@ class RedisStateStore:
             )
 
 
-def _ref_map_key(conversation_id: str) -> str:
+def _ref_map_key(conversation_id: object) -> str:
+    if not isinstance(conversation_id, str) or not conversation_id:
+        raise InvalidInputError(
+            f"conversation_id must be a non-empty string, got {conversation_id!r}",
+            field="conversation_id",
+        )
+    if _has_surrogate(conversation_id):
+        raise InvalidInputError(
+            f"conversation_id must be text without lone surrogates, got {conversation_id!r}",
+            field="conversation_id",
+        )
     return os.environ.get("MEMBRANE_REF_MAP_PREFIX", "membrane:ref_map:") + conversation_id
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def _ref_map_ttl(ttl_seconds: object) -> int:
+    """``ttl_seconds`` checked, or ``MEMBRANE_REF_MAP_TTL_SECONDS`` (600) when None."""
+    if ttl_seconds is None:
+        ttl_seconds = config.ref_map_ttl_seconds()
+        field = "MEMBRANE_REF_MAP_TTL_SECONDS"
+    else:
+        field = "ttl_seconds"
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 1:
+        raise InvalidInputError(
+            f"{field} must be a whole number of seconds >= 1 (Redis cannot keep a key for "
+            f"0 or fewer seconds), got {ttl_seconds!r}",
+            field=field,
+        )
+    return ttl_seconds
+
+
+def _encode_ref_map(ref_map: object) -> str:
+    if not isinstance(ref_map, dict):
+        raise InvalidInputError(
+            f"ref_map must be a dict of citation numbers to ids, got {type(ref_map).__name__}",
+            field="ref_map",
+        )
+    for number, ref in ref_map.items():
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise InvalidInputError(
+                f"ref_map keys must be citation numbers (ints >= 0), got {number!r}",
+                field="ref_map",
+            )
+        if not isinstance(ref, str) or _has_surrogate(ref):
+            raise InvalidInputError(
+                f"ref_map[{number}] must be a string id without lone surrogates, got {ref!r}",
+                field=f"ref_map[{number}]",
+            )
+    return json.dumps({str(k): v for k, v in ref_map.items()}, sort_keys=True)
 
 
 def _ref_map_client(client: Any, deadline_seconds: float | None) -> Any:
@@ -261,6 +312,16 @@ def _ref_map_client(client: Any, deadline_seconds: float | None) -> Any:
     if client is None:
         return _client_from_url(None, deadline)
     return check_client(client, deadline)
+
+
+def bounded_client(url: str | None = None, *, deadline_seconds: float | None = None) -> Any:
+    """A ``redis.Redis`` client for ``url`` that the deadline rules accept.
+
+    Its socket and connect timeouts equal the deadline (``MEMBRANE_STORE_DEADLINE_SECONDS``,
+    0.25 s, when None) and it never retries. ``url`` defaults to ``MEMBRANE_REDIS_URL`` /
+    ``REDIS_URL``. Share it between :class:`RedisStateStore` and the ref-map functions.
+    """
+    return _client_from_url(url, _check_deadline(deadline_seconds))
 
 
 def set_ref_map_for_conversation(
@@ -273,13 +334,16 @@ def set_ref_map_for_conversation(
 ) -> None:
     """Save a turn's ``ref_map`` so a later request can resolve the model's citations.
 
-    ``client`` must meet the same deadline rules as :class:`RedisStateStore`'s.
+    ``client`` must meet the same deadline rules as :class:`RedisStateStore`'s. The key expires
+    after ``ttl_seconds`` (default ``MEMBRANE_REF_MAP_TTL_SECONDS``, 600); it must be >= 1.
+    Bad arguments raise :class:`~membrane.errors.InvalidInputError` before Redis is called.
     """
+    key = _ref_map_key(conversation_id)
+    raw = _encode_ref_map(ref_map)
+    ttl = _ref_map_ttl(ttl_seconds)
     client = _ref_map_client(client, deadline_seconds)
-    ttl = ttl_seconds or int(os.environ.get("MEMBRANE_REF_MAP_TTL_SECONDS", "600"))
-    raw = json.dumps({str(k): v for k, v in ref_map.items()}, sort_keys=True)
     try:
-        client.set(_ref_map_key(conversation_id), raw, ex=ttl)
+        client.set(key, raw, ex=ttl)
     except _redis_errors() as exc:
         raise StoreUnavailable(f"cannot save the ref map: {exc}", store="redis") from exc
 
@@ -292,8 +356,8 @@ def get_ref_map_for_conversation(
     A stored value that is not a map of integer citation numbers to string ids is discarded
     with a :class:`~membrane.state.StateStoreWarning` ({} is returned).
     """
-    client = _ref_map_client(client, deadline_seconds)
     key = _ref_map_key(conversation_id)
+    client = _ref_map_client(client, deadline_seconds)
     try:
         raw = client.get(key)
     except _redis_errors() as exc:
