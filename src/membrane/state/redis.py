@@ -231,9 +231,7 @@ class RedisStateStore:
             elapsed = time.monotonic() - started
             self._note_failure(StoreCall(operation, key, elapsed, f"{type(exc).__name__}: {exc}"))
             verb = "read" if operation == "get" else "write"
-            raise StoreUnavailable(
-                f"cannot {verb} {key!r} in Redis: {exc}", store="redis"
-            ) from exc
+            raise StoreUnavailable(f"cannot {verb} {key!r} in Redis: {exc}", store="redis") from exc
         with self._lock:
             self._down = False
         return out
