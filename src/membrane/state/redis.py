@@ -93,13 +93,13 @@ def _client_from_url(url: str | None, deadline: float) -> Any:
     )
 
 
-def _retries(client: Any, kwargs: dict[str, Any]) -> int:
-    retry = client.get_retry() if hasattr(client, "get_retry") else kwargs.get("retry")
-    if retry is None:
-        return 0
-    get = getattr(retry, "get_retries", None)
-    count = get() if callable(get) else getattr(retry, "_retries", 0)
-    return int(count)
+def _retries(kwargs: dict[str, Any]) -> int:
+    """Retries a connection built from ``kwargs`` makes (redis-py: a Retry, or one on timeout)."""
+    retry = kwargs.get("retry")
+    if retry is not None:
+        get = getattr(retry, "get_retries", None)
+        return int(get() if callable(get) else getattr(retry, "_retries", 0))
+    return 1 if kwargs.get("retry_on_timeout") or kwargs.get("retry_on_error") else 0
 
 
 def check_client(client: Any, deadline: float) -> Any:
@@ -128,7 +128,7 @@ def check_client(client: Any, deadline: float) -> Any:
                 f"request longer than the store's deadline of {deadline} s; {fix}",
                 field="client",
             )
-    retries = _retries(client, kwargs)
+    retries = _retries(kwargs)
     if retries:
         raise InvalidInputError(
             f"the Redis client retries {retries} times, so one call can outlast the store's "
