@@ -316,6 +316,10 @@ def test_clients_that_could_outlast_the_deadline_are_rejected(server: RedisProce
         ({"outage_policy": "ignore"}, "outage_policy"),
         ({"ttl_seconds": 0}, "ttl_seconds"),
         ({"retry_after_seconds": -1}, "retry_after_seconds"),
+        ({"retry_after_seconds": float("inf")}, "retry_after_seconds"),
+        ({"retry_after_seconds": True}, "retry_after_seconds"),
+        ({"fallback_entries": 0}, "fallback_entries"),
+        ({"fallback_entries": "many"}, "fallback_entries"),
     ],
 )
 def test_store_arguments_are_checked(kwargs: dict[str, Any], field: str) -> None:

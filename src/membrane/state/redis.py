@@ -138,6 +138,40 @@ def check_client(client: Any, deadline: float) -> Any:
     return client
 
 
+def _check_options(
+    outage_policy: str, ttl_seconds: int | None, retry_after_seconds: float, fallback_entries: int
+) -> None:
+    """Raise InvalidInputError naming the first of RedisStateStore's options that is wrong."""
+    if outage_policy not in ("fallback", "raise"):
+        raise InvalidInputError(
+            f"outage_policy must be 'fallback' or 'raise', got {outage_policy!r}",
+            field="outage_policy",
+        )
+    if ttl_seconds is not None and (
+        isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 1
+    ):
+        raise InvalidInputError(
+            f"ttl_seconds must be a positive int or None, got {ttl_seconds!r}",
+            field="ttl_seconds",
+        )
+    if (
+        isinstance(retry_after_seconds, bool)
+        or not isinstance(retry_after_seconds, (int, float))
+        or not 0 <= retry_after_seconds <= 3600  # NaN and infinity fail too
+    ):
+        raise InvalidInputError(
+            f"retry_after_seconds must be a number of seconds in [0, 3600], got "
+            f"{retry_after_seconds!r}",
+            field="retry_after_seconds",
+        )
+    entries_ok = isinstance(fallback_entries, int) and not isinstance(fallback_entries, bool)
+    if not entries_ok or fallback_entries < 1:
+        raise InvalidInputError(
+            f"fallback_entries must be a positive int, got {fallback_entries!r}",
+            field="fallback_entries",
+        )
+
+
 class RedisStateStore:
     """Keeps compiler state in Redis as JSON strings under ``prefix``.
 
@@ -166,23 +200,7 @@ class RedisStateStore:
         fallback_entries: int = 10_000,
     ) -> None:
         self.deadline_seconds = _check_deadline(deadline_seconds)
-        if outage_policy not in ("fallback", "raise"):
-            raise InvalidInputError(
-                f"outage_policy must be 'fallback' or 'raise', got {outage_policy!r}",
-                field="outage_policy",
-            )
-        if ttl_seconds is not None and (
-            isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 1
-        ):
-            raise InvalidInputError(
-                f"ttl_seconds must be a positive int or None, got {ttl_seconds!r}",
-                field="ttl_seconds",
-            )
-        if not (isinstance(retry_after_seconds, (int, float)) and retry_after_seconds >= 0):
-            raise InvalidInputError(
-                f"retry_after_seconds must be a non-negative number, got {retry_after_seconds!r}",
-                field="retry_after_seconds",
-            )
+        _check_options(outage_policy, ttl_seconds, retry_after_seconds, fallback_entries)
         if client is None:
             self._client = _client_from_url(url, self.deadline_seconds)
         else:
