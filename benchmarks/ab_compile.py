@@ -62,6 +62,13 @@ print(json.dumps({"median_ms": statistics.median(times) / 1e6 if times else 0.0,
 """
 
 
+def _commit(rev: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True
+    )
+    return f"{rev} ({done.stdout.strip()})" if done.returncode == 0 else rev
+
+
 def _time(src: Path) -> dict[str, Any]:
     env_path = f"{src}:{ROOT}"
     done = subprocess.run(
@@ -142,8 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "suite": "ab_compile",
         "command": "python -m benchmarks.ab_compile " + " ".join(argv or sys.argv[1:]),
         "machine": machine(),
-        "base": args.base,
-        "new": args.new,
+        "base": _commit(args.base),
+        "new": _commit(args.new),
         "rounds": args.rounds,
         "per_process_median_ms": medians,
         "base_median_of_medians_ms": base,
