@@ -12,7 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from membrane.errors import InvalidInputError
-from membrane.prompt_text import RECALL_HEADER, THIN_MARK, mem_numbers, thin_memory_line
+from membrane.prompt_text import (
+    RECALL_HEADER,
+    THIN_MARK,
+    leading_mem_number,
+    thin_memory_line,
+)
 from membrane.records import TIER_PROCEDURAL
 from membrane.stages.history import RecalledPassage
 from membrane.stages.layout import MemorySegment
@@ -165,7 +170,8 @@ class PreFlightContextFirewall:
             if i not in survivors:
                 choice[i] = "drop"
         kept = [segments[i][0] for i in survivors]
-        present = {n for line in kept for n in mem_numbers(line)}
+        # A segment cites the tag that opens it; tags inside its text cite nothing.
+        present = {leading_mem_number(line) for line in kept}
         kept_refs = {n: ref for n, ref in (ref_map or {}).items() if n in present}
         offered_tokens = sum(item.full_tokens for item in items)
         kept_tokens = sum(items[i].full_tokens for i in range(len(items)) if choice[i] != "drop")
