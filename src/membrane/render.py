@@ -21,15 +21,14 @@ __all__ = ["Rendered", "cited_numbers", "render_end", "render_system"]
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
-    """A stage's output before the result is built: messages, memory text, evidence.
+    """A stage's output before the result is built: messages, citations, evidence.
 
-    ``cited`` holds the ``[Mem:N]`` numbers of the memory segments sent: it is read off the
-    segments kept, never off their text.
+    ``cited`` holds the ``[Mem:N]`` numbers of the memory segments sent (see
+    :func:`cited_numbers`).
     """
 
     messages: list[Message]
     offer: Offer
-    memory_text: str
     cited: frozenset[int]
     report: CompileReport
     regions: RegionMarks
@@ -94,9 +93,8 @@ def render_end(
     )
     regions = _end_marks(turn, fitted)
     trace = {"choices": fitted.choice, "sources": list(tail.sources)} if turn.debug else None
-    memory_text = tail.memory_text()
-    cited = cited_numbers(turn.offer, tail.sources, memory_text)
-    return Rendered(messages, turn.offer, memory_text, cited, report, regions, trace)
+    cited = cited_numbers(turn.offer, tail.sources, tail.memory_text())
+    return Rendered(messages, turn.offer, cited, report, regions, trace)
 
 
 def render_system(
@@ -132,14 +130,16 @@ def render_system(
     trace = {"choices": list(fitted.choice)} if turn.debug else None
     messages: list[Message] = [{"role": "system", "content": fitted.text}]
     cited = cited_numbers(turn.offer, fitted.kept, fitted.middle)
-    return Rendered(messages, turn.offer, fitted.middle, cited, report, regions, trace)
+    return Rendered(messages, turn.offer, cited, report, regions, trace)
 
 
 def cited_numbers(offer: Offer, kept: Sequence[int], kept_text: str) -> frozenset[int]:
     """The memory numbers sent: those of the kept segments (``kept`` indexes the offer).
 
-    A compressed offer has no segments, only the caller's summary of them; the originals'
-    tags that the summary carries are what it cites.
+    A segment's number is the one it was laid out with; a ``[Mem:N]`` written in its text
+    cites nothing. The exception is a compressed offer: it has no segments, only the caller's
+    summary of them (``kept_text``), whose tags of memories that were on offer are what it
+    cites.
     """
     segments = offer.segments
     numbers = {segments[i].number for i in kept if i < len(segments)}
