@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from membrane import config
@@ -64,7 +64,7 @@ class Turn:
     use_caching: bool
     debug: bool
     capabilities: ModelCapabilities | None
-    agent: AgentInputs = AgentInputs()
+    agent: AgentInputs = field(default_factory=AgentInputs)
     tools_changed: bool = False
 
     @property

@@ -160,7 +160,8 @@ def _sections(raw: object, where: str) -> dict[str, dict[str, Any]]:
             "'capabilities' and 'context_caps' ('cache_pricing' and 'token_scale' are optional)",
         )
     sections: dict[str, dict[str, Any]] = {}
-    for name in ("capabilities", "context_caps", "cache_pricing", "token_scale", "max_output_tokens"):
+    optional = ("cache_pricing", "token_scale", "max_output_tokens")
+    for name in ("capabilities", "context_caps", *optional):
         section = raw.get(name, {})
         if not isinstance(section, dict):
             raise map_error(where, f"section {name!r} must be an object keyed by model id")

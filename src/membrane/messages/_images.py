@@ -55,9 +55,8 @@ _HEAD_STEPS = (1024, 16_384, 262_144)
 def _openai(size: Size, detail: str | None) -> int:
     if detail == "low":
         return _OPENAI_LOW
-    w, h = size
-    fit = min(1.0, 2048 / max(w, h))
-    w, h = w * fit, h * fit
+    fit = min(1.0, 2048 / max(size))
+    w, h = size[0] * fit, size[1] * fit
     short = min(w, h)
     if short > 768:
         w, h = w * 768 / short, h * 768 / short

@@ -45,9 +45,10 @@ class ToolSpec:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
-def _spec(item: object, where: str) -> ToolSpec:
-    if not isinstance(item, Mapping):
+def _spec(given: object, where: str) -> ToolSpec:
+    if not isinstance(given, Mapping):
         raise InvalidInputError(f"{where} must be a tool definition dict", field=where)
+    item: Mapping[str, Any] = given
     if item.get("type") == "function" and isinstance(item.get("function"), Mapping):
         item = item["function"]
     elif "type" in item and item.get("type") not in ("custom", "function"):

@@ -2,8 +2,8 @@
 
 They decide how much of the context window the messages may use. The window is the model's
 context cap from the capability map. The output reserve is the caller's
-``reserve_output_tokens`` or, by default, a quarter of the window, or the model's maximum
-output when the map lists a smaller one; the prompt budget is then the smaller of
+``reserve_output_tokens`` or, by default, a tenth of the window capped at 16,384 tokens, or the
+model's maximum output when the map lists a smaller one; the prompt budget is then the smaller of
 ``max_tokens`` and the window less the reserve, so prompt + reserve never exceeds the window.
 An unknown model has no known window: its budget is ``max_tokens`` and only an explicit reserve
 is reported (and passed on by the request builders).
@@ -30,10 +30,21 @@ from membrane.messages import (
 )
 from membrane.session import Session
 
-__all__ = ["DEFAULT_RESERVE_SHARE", "AgentInputs", "agent_inputs", "check_tools_change"]
+__all__ = [
+    "DEFAULT_RESERVE_CEILING",
+    "DEFAULT_RESERVE_SHARE",
+    "AgentInputs",
+    "agent_inputs",
+    "check_tools_change",
+]
 
-DEFAULT_RESERVE_SHARE = 0.25
+DEFAULT_RESERVE_SHARE = 0.1
 """Share of a known context window kept for the answer when the caller names no reserve."""
+
+DEFAULT_RESERVE_CEILING = 16_384
+"""Most tokens the default reserve keeps. A larger output cap makes the Anthropic SDK refuse a
+non-streaming request (it expects such a request to run past ten minutes); callers who want
+long answers name their reserve."""
 
 _TOOLS_STATE = "membrane:tools:"
 
@@ -96,7 +107,7 @@ def _reserve(
         return requested
     if window is None:
         return None
-    share = math.ceil(window * DEFAULT_RESERVE_SHARE)
+    share = min(math.ceil(window * DEFAULT_RESERVE_SHARE), DEFAULT_RESERVE_CEILING)
     most = capabilities.max_output_tokens if capabilities is not None else None
     return min(share, most) if most else share
 

@@ -8,8 +8,9 @@ when the current turn is too large for what history leaves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from membrane.messages import Message, message_text
 from membrane.prompt_text import INDEX_HEADER
@@ -63,7 +64,7 @@ class WindowInput:
     budget_counted: int
     offer_texts: Sequence[str]
     # What a message's images cost beyond their stand-in text (0 for a message without any).
-    image_tokens: Callable[[Message], int] = lambda _m: 0
+    image_tokens: Callable[[Mapping[str, Any]], int] = lambda _m: 0
 
 
 class WindowPlanner:
