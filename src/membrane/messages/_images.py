@@ -121,17 +121,17 @@ def _gif(head: bytes) -> Size | None:
 
 
 def _webp(head: bytes) -> Size | None:
-    if head[:4] != b"RIFF" or head[8:12] != b"WEBP" or len(head) < 30:
+    if head[:4] != b"RIFF" or head[8:12] != b"WEBP" or len(head) < 25:
         return None
     chunk = head[12:16]
-    if chunk == b"VP8X":
+    if chunk == b"VP8X" and len(head) >= 30:
         w = int.from_bytes(head[24:27], "little") + 1
         h = int.from_bytes(head[27:30], "little") + 1
         return w, h
     if chunk == b"VP8L" and head[20] == 0x2F:
         bits = int.from_bytes(head[21:25], "little")
         return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
-    if chunk == b"VP8 " and head[23:26] == b"\x9d\x01\x2a":
+    if chunk == b"VP8 " and head[23:26] == b"\x9d\x01\x2a" and len(head) >= 30:
         w, h = struct.unpack("<HH", head[26:30])
         return int(w) & 0x3FFF, int(h) & 0x3FFF
     return None
