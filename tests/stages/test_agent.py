@@ -60,15 +60,15 @@ def image_turns(draw: st.DrawFn) -> tuple[list[dict[str, Any]], dict[str, tuple[
     for message in history:
         out.append(message)
         plain = isinstance(message.get("content"), str) and not message.get("tool_calls")
-        if message.get("role") == "assistant" and plain:
-            if draw(st.booleans()):
-                w, h = draw(st.integers(16, 3000)), draw(st.integers(16, 3000))
-                detail = draw(st.sampled_from(["low", "high", "auto"]))
-                url = data_url(png(w, h, body=bytes([len(sizes) % 256])))
-                sizes[url] = (w, h, detail)
-                part = {"type": "image_url", "image_url": {"url": url, "detail": detail}}
-                out.append({"role": "user", "content": [{"type": "text", "text": "shot"}, part]})
-                out.append({"role": "assistant", "content": "Seen."})
+        if message.get("role") != "assistant" or not plain or not draw(st.booleans()):
+            continue
+        w, h = draw(st.integers(16, 3000)), draw(st.integers(16, 3000))
+        detail = draw(st.sampled_from(["low", "high", "auto"]))
+        url = data_url(png(w, h, body=bytes([len(sizes) % 256])))
+        sizes[url] = (w, h, detail)
+        part = {"type": "image_url", "image_url": {"url": url, "detail": detail}}
+        out.append({"role": "user", "content": [{"type": "text", "text": "shot"}, part]})
+        out.append({"role": "assistant", "content": "Seen."})
     return out, sizes
 
 
