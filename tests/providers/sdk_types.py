@@ -1,0 +1,48 @@
+"""The official SDKs' request types as strict validators: every key known, every shape checked.
+
+The SDKs describe request bodies as TypedDicts, which ignore unknown keys and accept any
+iterable lazily. Here each TypedDict (and each response model an input union admits) forbids
+unknown keys, and each iterable is validated as a list, so a misspelt or misplaced key fails.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+from typing import Any
+
+from pydantic import TypeAdapter
+from pydantic_core import SchemaValidator
+
+
+def _strict(node: Any) -> Any:
+    if isinstance(node, dict):
+        if node.get("type") == "generator":
+            node["type"] = "list"
+        if node.get("type") in ("typed-dict", "model-fields"):
+            node["extra_behavior"] = "forbid"
+        for value in node.values():
+            _strict(value)
+    elif isinstance(node, list):
+        for value in node:
+            _strict(value)
+    return node
+
+
+def strict_validator(request_type: Any) -> SchemaValidator:
+    schema = copy.deepcopy(TypeAdapter(request_type).core_schema)
+    return SchemaValidator(_strict(schema))
+
+
+@cache
+def openai_chat() -> SchemaValidator:
+    from openai.types.chat import CompletionCreateParams
+
+    return strict_validator(CompletionCreateParams)
+
+
+@cache
+def anthropic_messages() -> SchemaValidator:
+    from anthropic.types import MessageCreateParams
+
+    return strict_validator(MessageCreateParams)
