@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic_core import ValidationError
 
+from benchmarks._sdk_types import anthropic_messages, openai_chat
 from membrane import (
     ContextCompiler,
     anthropic_request,
@@ -16,7 +17,6 @@ from membrane import (
     openai_request,
 )
 from tests.image_samples import data_url, png
-from tests.providers.sdk_types import anthropic_messages, openai_chat
 
 SCHEMA = {
     "type": "object",

@@ -3,6 +3,7 @@
 The SDKs describe request bodies as TypedDicts, which ignore unknown keys and accept any
 iterable lazily. Here each TypedDict (and each response model an input union admits) forbids
 unknown keys, and each iterable is validated as a list, so a misspelt or misplaced key fails.
+The non-streaming request types are used: the builders never set ``stream``.
 """
 
 from __future__ import annotations
@@ -36,13 +37,13 @@ def strict_validator(request_type: Any) -> SchemaValidator:
 
 @cache
 def openai_chat() -> SchemaValidator:
-    from openai.types.chat import CompletionCreateParams
+    from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
-    return strict_validator(CompletionCreateParams)
+    return strict_validator(CompletionCreateParamsNonStreaming)
 
 
 @cache
 def anthropic_messages() -> SchemaValidator:
-    from anthropic.types import MessageCreateParams
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
-    return strict_validator(MessageCreateParams)
+    return strict_validator(MessageCreateParamsNonStreaming)
