@@ -462,7 +462,8 @@ def _total(runs: list[dict[str, Any]], name: str) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.agent_loop", description=__doc__)
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--tasks", type=int, default=50)
+    parser.add_argument("--tasks", type=int, default=60)
+    parser.add_argument("--no-write", action="store_true", help="print only, write no JSON")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     runs = [run(seed, args.tasks) for seed in range(1, args.seeds + 1)]
@@ -486,7 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "totals": totals,
         "runs": runs,
     }
-    path = write_result("agent_loop", payload)
+    path = None if args.no_write else write_result("agent_loop", payload)
     print(
         f"{'strategy':<16} {'requests':>8} {'over':>6} {'invalid':>8} {'recall':>7} {'cost $':>8}"
     )
@@ -495,7 +496,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{name:<16} {row['requests']:>8} {row['over_budget']:>6} {row['invalid']:>8} "
             f"{row['recall']:>7.0%} {row['cost_usd']:>8.2f}"
         )
-    print(f"wrote {path}")
+    if path is not None:
+        print(f"wrote {path}")
     return 0
 
 
