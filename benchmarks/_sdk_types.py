@@ -47,3 +47,38 @@ def anthropic_messages() -> SchemaValidator:
     from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
     return strict_validator(MessageCreateParamsNonStreaming)
+
+
+def check_bedrock_converse(request: dict[str, Any]) -> None:
+    """Raise ``ValueError`` when botocore's Converse input shape refuses ``request``.
+
+    botocore ships the service model, so this needs no network and no credentials.
+    """
+    from botocore.session import get_session
+    from botocore.validate import ParamValidator
+
+    operation = get_session().get_service_model("bedrock-runtime").operation_model("Converse")
+    report = ParamValidator().validate(request, operation.input_shape)
+    if report.has_errors():
+        raise ValueError(report.generate_report())
+
+
+def check_gemini_body(body: dict[str, Any]) -> None:
+    """Validate a ``generateContent`` body part by part with google-genai's types.
+
+    The SDK's models forbid unknown fields and accept the REST (camelCase) names.
+    """
+    from google.genai import types
+
+    known = {"contents", "tools", "system_instruction", "generationConfig"}
+    unknown = set(body) - known
+    if unknown:
+        raise ValueError(f"unknown generateContent fields: {sorted(unknown)}")
+    for content in body["contents"]:
+        types.Content.model_validate(content)
+    for tool in body.get("tools", ()):
+        types.Tool.model_validate(tool)
+    if "system_instruction" in body:
+        types.Content.model_validate(body["system_instruction"])
+    if "generationConfig" in body:
+        types.GenerationConfig.model_validate(body["generationConfig"])

@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 from pydantic_core import ValidationError
 
-from benchmarks._sdk_types import anthropic_messages, openai_chat
+from benchmarks._sdk_types import (
+    anthropic_messages,
+    check_bedrock_converse,
+    check_gemini_body,
+    openai_chat,
+)
 from membrane import (
     ContextCompiler,
     anthropic_request,
@@ -141,17 +146,33 @@ def test_the_strict_validator_rejects_what_the_api_would() -> None:
 def test_gemini_and_bedrock_carry_tools_and_the_cap() -> None:
     result = _compile("gemini-3-pro-preview", _openai_history(), tools=TOOLS)
     request = gemini_request(result)
+    check_gemini_body(request)
     declared = request["tools"][0]["functionDeclarations"]
     assert [d["name"] for d in declared] == [f"tool_{i}" for i in range(5)]
     assert declared[0]["parametersJsonSchema"] == SCHEMA
     assert request["generationConfig"] == {"maxOutputTokens": 16_384}
     history = [m for m in _openai_history() if m["role"] != "user" or isinstance(m["content"], str)]
     result = _compile("anthropic.claude-sonnet-4-5-20250929-v1:0", history, tools=TOOLS)
-    converse = bedrock_converse_request(result)
+    converse = bedrock_converse_request(result, model_id="anthropic.claude-sonnet-4-5")
+    check_bedrock_converse(converse)
     tools = converse["toolConfig"]["tools"]
     assert tools[0]["toolSpec"]["inputSchema"] == {"json": SCHEMA}
     assert tools[-1] == {"cachePoint": {"type": "default"}}
     assert converse["inferenceConfig"] == {"maxTokens": 16_384}
+
+
+def test_the_gemini_and_bedrock_checks_refuse_misplaced_keys() -> None:
+    result = _compile("gemini-3-pro-preview", _openai_history(), tools=TOOLS)
+    body = gemini_request(result)
+    body["tools"][0]["functionDeclarations"][0]["input_schema"] = SCHEMA
+    with pytest.raises(ValueError):
+        check_gemini_body(body)
+    history = [m for m in _openai_history() if m["role"] != "user" or isinstance(m["content"], str)]
+    result = _compile("anthropic.claude-sonnet-4-5-20250929-v1:0", history, tools=TOOLS)
+    converse = bedrock_converse_request(result, model_id="anthropic.claude-sonnet-4-5")
+    converse["toolConfig"]["tools"][0]["toolSpec"]["parameters"] = SCHEMA
+    with pytest.raises(ValueError):
+        check_bedrock_converse(converse)
 
 
 def test_a_result_built_by_hand_without_tools_or_reserve_is_unchanged() -> None:
