@@ -55,6 +55,7 @@ from benchmarks._sdk_types import anthropic_messages
 from benchmarks._tokens import count_message, count_text, encode_fresh
 from membrane import ContextCompiler, anthropic_request
 from membrane.errors import MembraneError
+from membrane.report import CompileReport
 
 __all__ = ["main", "run"]
 
@@ -318,7 +319,9 @@ def membrane(scenario: Scenario) -> Builder:
         result = compiler.compile(
             [], call.user_message, conversation_messages=call.history, tools=scenario.tools
         )
-        return result.messages, int(result.metadata["reserve_output_tokens"])
+        agent = CompileReport.from_metadata(result.metadata).agent
+        assert agent is not None and agent.reserve_output_tokens is not None
+        return result.messages, agent.reserve_output_tokens
 
     return build
 
