@@ -1,0 +1,184 @@
+"""The query classifier: a label for this turn, and what a label changes in the fit."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from membrane.errors import InvalidInputError
+
+__all__ = [
+    "LABELS",
+    "Classifier",
+    "LabelEffect",
+    "check_effects",
+    "classify_query",
+    "run_classifier",
+]
+
+#: The labels :func:`classify_query` gives. A caller's classifier may return any other
+#: non-empty string; a label the profile has no effect for changes nothing.
+LABELS = ("code", "lookup", "chit-chat", "task")
+
+#: ``classifier(user_message, recent_user_messages) -> label``; ``recent_user_messages`` are
+#: the texts of the last few user turns before this one, oldest first.
+Classifier = Callable[[str, Sequence[str]], str]
+
+# One of these alone marks code: a fence or inline code, a call `name(`, a dotted or
+# snake_case name, a file with a source extension, an error class, a shell prompt.
+_CODE_MARKS = re.compile(
+    r"```|`[^`\n]+`|\b[A-Za-z_]\w*\(|\b[a-z]+_[a-z0-9_]+\b|\b\w+\.\w+\.\w+\b"
+    r"|\b\w+\.(?:py|js|ts|tsx|rs|go|java|rb|c|h|cpp|cs|kt|sh|sql|toml|yaml|yml|json)\b"
+    r"|\b[A-Z][a-z]+(?:Error|Exception)\b|^\s*\$ |\btraceback\b|\bstack ?trace\b",
+    re.MULTILINE | re.IGNORECASE,
+)
+# Two different ones of these mark code.
+_CODE_WORDS = frozenset(
+    "api bug compile compiler debug deploy endpoint exception function import lint method "
+    "module python javascript typescript refactor regex repo repository segfault syntax "
+    "test tests unittest pytest variable class commit merge branch git docker kubernetes "
+    "null pointer library dependency build script query sql schema migration".split()
+)
+_GREETINGS = re.compile(
+    r"^(?:hi|hello|hey|yo|thanks|thank you|thx|cheers|good (?:morning|afternoon|evening|night)"
+    r"|how are you|how's it going|what's up|nice|cool|great|awesome|ok|okay|lol|haha|bye"
+    r"|see you|sounds good|got it|perfect|no worries)\b",
+    re.IGNORECASE,
+)
+_TASK_VERBS = frozenset(
+    "write draft create make build generate summarize summarise plan translate rewrite "
+    "edit list outline compose book schedule send remind fix add remove update prepare "
+    "explain describe compare design convert format organize organise help please".split()
+)
+_QUESTION_STARTS = frozenset(
+    "what when where who whom whose which why how is are was were do does did can could "
+    "will would should has have had may might".split()
+)
+_FOLLOW_UP = re.compile(r"^(?:and|also|what about|how about|why|same|then|so)\b", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z']+")
+
+
+def classify_query(user_message: str, recent: Sequence[str] = ()) -> str:
+    """A fast rule-based label for the turn: ``code``, ``lookup``, ``chit-chat`` or ``task``.
+
+    Code marks win, then small talk, then an imperative (``task``), then a question
+    (``lookup``). A short follow-up ("and the staging one?") with no marks of its own takes
+    the label of the last recent message that has one.
+
+    >>> classify_query("Why does parse_date() fail on leap years?")
+    'code'
+    >>> classify_query("thanks, that helped!")
+    'chit-chat'
+    >>> classify_query("When is the dentist appointment?")
+    'lookup'
+    >>> classify_query("and the other one?", ["Fix the bug in utils.py"])
+    'code'
+    """
+    own = _own_label(user_message)
+    if own is not None:
+        return own
+    words = _WORD.findall(user_message)
+    if recent and (len(words) <= 6 or _FOLLOW_UP.match(user_message.strip())):
+        for earlier in reversed(recent):
+            label = _own_label(earlier)
+            if label is not None and label != "chit-chat":
+                return label
+    return "lookup" if user_message.rstrip().endswith("?") else "task"
+
+
+def _own_label(text: str) -> str | None:
+    """The label the text's own marks give, or None when it has none."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    if _CODE_MARKS.search(text) or len(_CODE_WORDS.intersection(words)) >= 2:
+        return "code"
+    stripped = text.strip()
+    if _GREETINGS.match(stripped) and len(words) <= 8:
+        return "chit-chat"
+    if not words:
+        return None
+    if words[0] in _TASK_VERBS:
+        return "task"
+    if words[0] in _QUESTION_STARTS or stripped.endswith("?"):
+        return "lookup"
+    return None
+
+
+def run_classifier(classifier: Classifier, user_message: str, recent: Sequence[str]) -> str:
+    """Call ``classifier`` and check it returned a usable label."""
+    label = classifier(user_message, tuple(recent))
+    if not isinstance(label, str) or not label.strip() or "\n" in label:
+        raise InvalidInputError(
+            f"the classifier returned {label!r}; it must return a one-line, non-empty label "
+            "such as 'code' or 'lookup'",
+            field="classifier",
+        )
+    return label.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelEffect:
+    """What one label changes in the fit.
+
+    ``tier_order``: the order tiers are kept in when the memories do not all fit (the default
+    keeps procedures, then facts, then episodes). ``memory_share``: at most this fraction of
+    the budget goes to memories and extras (None: whatever the rest leaves); memories a policy
+    must include are exempt. Neither moves the history cut, so the cached prefix is the same
+    whatever the label.
+    """
+
+    tier_order: tuple[int, ...] = (1, 2, 3)
+    memory_share: float | None = None
+
+    def __post_init__(self) -> None:
+        order = tuple(self.tier_order)
+        if sorted(order) != [1, 2, 3]:
+            raise InvalidInputError(
+                f"tier_order must list the tiers 1, 2 and 3 once each, got {order!r}",
+                field="tier_order",
+            )
+        object.__setattr__(self, "tier_order", order)
+        share = self.memory_share
+        if share is not None and (
+            isinstance(share, bool)
+            or not isinstance(share, (int, float))
+            or not 0.0 < float(share) <= 1.0
+        ):
+            raise InvalidInputError(
+                f"memory_share must be in (0, 1] or None, got {share!r}", field="memory_share"
+            )
+
+    @property
+    def changes_nothing(self) -> bool:
+        return self.tier_order == (1, 2, 3) and self.memory_share is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tier_order": list(self.tier_order), "memory_share": self.memory_share}
+
+
+def check_effects(
+    effects: Mapping[str, LabelEffect] | Sequence[tuple[str, LabelEffect]],
+) -> tuple[tuple[str, LabelEffect], ...]:
+    """The label effects as sorted ``(label, effect)`` pairs, checked."""
+    pairs = list(effects.items()) if isinstance(effects, Mapping) else list(effects)
+    out = []
+    for pair in pairs:
+        if (
+            not isinstance(pair, tuple)
+            or len(pair) != 2
+            or not isinstance(pair[0], str)
+            or not pair[0].strip()
+            or not isinstance(pair[1], LabelEffect)
+        ):
+            raise InvalidInputError(
+                f"label_effects must map labels (non-empty strings) to LabelEffect, got {pair!r}",
+                field="label_effects",
+            )
+        out.append((pair[0].strip(), pair[1]))
+    labels = [label for label, _ in out]
+    if len(set(labels)) != len(labels):
+        raise InvalidInputError(
+            f"label_effects names a label twice: {labels!r}", field="label_effects"
+        )
+    return tuple(sorted(out))

@@ -1,0 +1,62 @@
+"""The profiler: per-stage wall time of one compile, when the profile asks for it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from time import perf_counter_ns
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from membrane.profile._profile import MembraneProfile
+
+__all__ = ["NO_WATCH", "STAGES", "Stopwatch", "start_watch"]
+
+#: The stages a profiled compile reports, in pipeline order.
+STAGES = ("normalise", "layout", "history", "fit", "render", "state_store")
+
+
+class Stopwatch:
+    """Laps of one compile: each :meth:`lap` closes the stage that ran since the last one."""
+
+    __slots__ = ("_laps", "_last")
+    enabled = True
+
+    def __init__(self) -> None:
+        self._laps: dict[str, int] = {}
+        self._last = perf_counter_ns()
+
+    def lap(self, stage: str) -> None:
+        now = perf_counter_ns()
+        self._laps[stage] = self._laps.get(stage, 0) + now - self._last
+        self._last = now
+
+    def timings(self, counts: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+        """``{stage: {"ms": wall time, "items": what it handled}}`` for the stages that ran."""
+        return {
+            stage: {"ms": round(self._laps[stage] / 1e6, 4), "items": counts.get(stage, 0)}
+            for stage in STAGES
+            if stage in self._laps
+        }
+
+
+class _Off:
+    """The stopwatch of an unprofiled compile: a lap is one empty method call."""
+
+    __slots__ = ()
+    enabled = False
+
+    def lap(self, stage: str) -> None:
+        pass
+
+    def timings(self, counts: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+        return {}
+
+
+NO_WATCH = _Off()
+
+
+def start_watch(profile: MembraneProfile | None) -> Stopwatch | _Off:
+    """A running stopwatch when ``profile.profiler`` is on, else :data:`NO_WATCH`."""
+    if profile is not None and profile.profiler:
+        return Stopwatch()
+    return NO_WATCH
