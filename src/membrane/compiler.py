@@ -7,6 +7,7 @@ report, save the state. The algorithms live in ``membrane.stages``; this module 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -15,6 +16,7 @@ from membrane import config
 from membrane.capabilities import get_model_capabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, tool_call_ids, validate_messages
+from membrane.profile import Watch, start_watch
 from membrane.prompt_text import mem_numbers
 from membrane.render import Rendered, render_end, render_system
 from membrane.report import CompileMetrics, CompileReport, Region
@@ -163,10 +165,7 @@ class ContextCompiler:
         ``conversation_id`` selects the conversation's state (the cut, the index room); without
         it the compiler keeps one conversation of its own.
         """
-        if compress_sync is not None and not callable(compress_sync):
-            raise TypeError(
-                "compress_sync must be a function (raw_middle, target_tokens, question)"
-            )
+        watch = start_watch(profile)
         turn = self._normalise(
             memories,
             user_message,
@@ -182,6 +181,7 @@ class ContextCompiler:
             conversation_id=conversation_id,
             compress_sync=compress_sync,
             debug=debug,
+            watch=watch,
         )
         session = Session(self.state_store, turn.conversation)
         semantic = self._semantic.call() if self._semantic is not None else None
@@ -190,10 +190,14 @@ class ContextCompiler:
             rendered = render_system(turn, semantic, model_id=model, overhead=overhead)
         else:
             window = self._window.plan(turn.window_input(), session, self._window_settings())
+            watch.lap("history")
             tail = fit_tail(turn.tail_input(semantic), window, self._tail_settings())
+            watch.lap("fit")
             rendered = render_end(turn, window, tail, semantic, model_id=model, overhead=overhead)
-        session.save()
-        return self._emit(rendered)
+        watch.lap("render")
+        writes = session.save()
+        watch.lap("state_store")
+        return self._emit(rendered, watch, writes)
 
     async def compile_async(
         self,
@@ -291,17 +295,17 @@ class ContextCompiler:
         conversation_id: str | None,
         compress_sync: SyncCompressor | None,
         debug: bool,
+        watch: Watch,
     ) -> Turn:
         if not isinstance(user_message, str):
             raise InvalidInputError("user_message must be a string", field="user_message")
+        if compress_sync is not None and not callable(compress_sync):
+            raise TypeError(
+                "compress_sync must be a function (raw_middle, target_tokens, question)"
+            )
         conversation = conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION
         history = self._validate_history(conversation_messages, conversation)
-        offer = normalise_offer(memories, tier_by_memory_id, profile, user_message, middle_extras)
-        layout = ContextLayoutEngine(
-            self.core_content,
-            agent_persona_prompt=agent_persona_prompt,
-            include_interrupt_instruction=self.include_interrupt_instruction,
-        )
+        label = profile.classify(user_message, history) if profile is not None else None
         # One capability lookup per compile: the context cap here, caching in the metadata.
         capabilities = get_model_capabilities(self.model_id) if self.model_id else None
         cap = capabilities.context_cap if capabilities else None
@@ -313,12 +317,24 @@ class ContextCompiler:
             calibration = load_calibration(self.state_store, self.model_id)
             scale, scale_samples = calibration.scale, calibration.samples
         counter = self._counter(tokenizer_registry)
+        watch.lap("normalise")
+        offer = normalise_offer(
+            memories, tier_by_memory_id, profile, user_message, middle_extras, label
+        )
+        layout = ContextLayoutEngine(
+            self.core_content,
+            agent_persona_prompt=agent_persona_prompt,
+            include_interrupt_instruction=self.include_interrupt_instruction,
+        )
+        core = layout.build_core()
+        offer = compress_offer(offer, compress_sync, counter.count, user_message)
+        watch.lap("layout")
         return Turn(
             user_message=user_message,
             history=history,
-            offer=compress_offer(offer, compress_sync, counter.count, user_message),
+            offer=offer,
             layout=layout,
-            core=layout.build_core(),
+            core=core,
             last_assistant_turn=last_assistant_turn,
             directives=dynamic_directives,
             counter=counter,
@@ -330,6 +346,8 @@ class ContextCompiler:
             use_caching=use_prompt_caching_split,
             debug=debug,
             capabilities=capabilities,
+            label=label,
+            report_policies=profile is not None and bool(profile.policies or profile.must_include),
         )
 
     def _validate_history(
@@ -375,20 +393,25 @@ class ContextCompiler:
 
     # ------------------------------------------------------------------ results
 
-    def _emit(self, rendered: Rendered) -> CompileResult:
+    def _emit(self, rendered: Rendered, watch: Watch, writes: int) -> CompileResult:
         present = mem_numbers(rendered.memory_text)
         offer = rendered.offer
         cited = sorted((s for s in offer.citable if s.number in present), key=lambda s: s.number)
+        report = rendered.report
+        if watch.enabled:
+            report = dataclasses.replace(
+                report, profile_timings=watch.timings(_stage_counts(rendered, writes))
+            )
         result = CompileResult(
             rendered.messages,
             {s.number: s.ref_id for s in cited},
             {s.number: s.kind for s in cited},
-            rendered.report.metadata(),
+            report.metadata(),
             rendered.trace,
             rendered.regions,
         )
         if self.metrics_callback is not None:
-            self.metrics_callback(rendered.report.metrics())
+            self.metrics_callback(report.metrics())
         return result
 
     # ------------------------------------------------------------------ helpers
@@ -424,6 +447,21 @@ def compile_anonymous(
     call_kwargs = {k: v for k, v in options.items() if k not in ctor}
     compiler = ContextCompiler(max_tokens, model_id, core_content, **ctor_kwargs)
     return compiler.compile(memories, user_message, **call_kwargs)
+
+
+def _stage_counts(rendered: Rendered, writes: int) -> dict[str, int]:
+    """What each profiled stage handled: history messages read and kept, items offered and
+    sent, messages emitted, state-store writes."""
+    report = rendered.report
+    kept = report.stable_prefix_messages - 1 if report.placement == "end" else 0
+    return {
+        "normalise": kept + report.history_messages_dropped,
+        "layout": report.segments_offered,
+        "history": kept,
+        "fit": report.segments_kept,
+        "render": len(rendered.messages),
+        "state_store": writes,
+    }
 
 
 def _message_key(message: object) -> tuple[str, str]:

@@ -8,6 +8,7 @@ from typing import Any
 from membrane.messages import Message, message_text
 from membrane.report import CompileReport, RegionMarks
 from membrane.stages.firewall import Offer, fit_system_message
+from membrane.stages.fit import rules_outcome
 from membrane.stages.glaciator import cache_metadata
 from membrane.stages.tail import FittedTail
 from membrane.stages.window import HistoryWindow
@@ -84,6 +85,7 @@ def render_end(
         core_chars=core_chars,
         cache=cache,
         **_common_report(turn, token_count + framing, semantic),
+        **_profile_report(turn, tail.sources, fitted.choice),
     )
     regions = _end_marks(turn, fitted)
     trace = {"choices": fitted.choice, "sources": list(tail.sources)} if turn.debug else None
@@ -118,6 +120,7 @@ def render_system(
         stable_prefix_messages=0,
         cache={"cache_mode": None, "cache_breakpoints": [], "prompt_cache_used": False},
         **_common_report(turn, fitted.tokens + overhead, semantic),
+        **_profile_report(turn, fitted.kept, fitted.choice),
     )
     regions = _system_marks(turn.core, fitted.middle, fitted.text, end_text)
     trace = {"choices": list(fitted.choice)} if turn.debug else None
@@ -134,6 +137,21 @@ def _common_report(turn: Turn, sent_tokens: int, semantic: SemanticCall | None) 
         "semantic_ranking": semantic is not None and semantic.used,
         "semantic_ranking_error": semantic.error if semantic is not None else None,
     }
+
+
+def _profile_report(turn: Turn, sent: list[int], choice: list[str]) -> dict[str, Any]:
+    """The classifier's label and what the policies did, when the profile has them."""
+    out: dict[str, Any] = {}
+    label = turn.label
+    if label is not None:
+        out["query_label"] = label.label
+        out["query_label_effect"] = label.effect.to_dict() if label.effect is not None else None
+    rules = turn.offer.rules
+    if turn.report_policies and rules is not None:
+        ids = [s.ref_id for s in turn.offer.segments] + [None] * len(turn.offer.extras)
+        thinned = [i for i in sent if choice[i] == "thin"]
+        out["policy_report"] = rules_outcome(rules, ids, sent, thinned)
+    return out
 
 
 def _end_marks(turn: Turn, fitted: FittedTail) -> RegionMarks:

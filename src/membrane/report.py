@@ -147,6 +147,10 @@ class CompileReport:
     semantic_ranking: bool = False
     semantic_ranking_error: str | None = None
     cache: dict[str, Any] = field(default_factory=dict)
+    query_label: str | None = None
+    query_label_effect: dict[str, Any] | None = None
+    policy_report: dict[str, Any] | None = None
+    profile_timings: dict[str, dict[str, Any]] | None = None
 
     def metadata(self) -> dict[str, Any]:
         """The public ``metadata`` dict, keys in their documented order."""
@@ -192,6 +196,13 @@ class CompileReport:
             md["semantic_ranking"] = True
         if self.placement == "end":
             md.update(self.cache)
+        if self.query_label is not None:
+            md["query_label"] = self.query_label
+            md["query_label_effect"] = self.query_label_effect
+        if self.policy_report is not None:
+            md["policy_report"] = self.policy_report
+        if self.profile_timings is not None:
+            md["profile_timings"] = self.profile_timings
         return md
 
     @classmethod
@@ -229,6 +240,10 @@ class CompileReport:
             semantic_ranking=bool(md.get("semantic_ranking", False)),
             semantic_ranking_error=md.get("semantic_ranking_error"),
             cache={k: md[k] for k in CACHE_KEYS if k in md},
+            query_label=md.get("query_label"),
+            query_label_effect=md.get("query_label_effect"),
+            policy_report=md.get("policy_report"),
+            profile_timings=md.get("profile_timings"),
         )
 
     @property

@@ -79,11 +79,13 @@ class Session:
     def write_conversation_state(self, value: dict[str, Any]) -> None:
         self._writes.append((conversation_key(self.conversation), value))
 
-    def save(self) -> None:
-        """Write what the stages queued, in order."""
+    def save(self) -> int:
+        """Write what the stages queued, in order; return how many writes that was."""
+        writes = len(self._writes)
         for key, value in self._writes:
             self.store.put(key, value)
         self._writes.clear()
+        return writes
 
 
 def load_calibration(store: StateStore, model_id: str | None) -> ScaleCalibration:

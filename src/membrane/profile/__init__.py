@@ -21,7 +21,7 @@ from membrane.profile._meaning import find_meaning_duplicates
 from membrane.profile._order import Reranker, apply_reranker, order_by_kind
 from membrane.profile._policies import CONFLICT_ORDER, Policy, PolicyPlan, plan_policies
 from membrane.profile._profile import MembraneProfile, ProfileOutcome, QueryLabel
-from membrane.profile._profiler import NO_WATCH, STAGES, Stopwatch, start_watch
+from membrane.profile._profiler import NO_WATCH, STAGES, Stopwatch, Watch, start_watch
 
 __all__ = [
     "CONFLICT_ORDER",
@@ -38,6 +38,7 @@ __all__ = [
     "QueryLabel",
     "Reranker",
     "Stopwatch",
+    "Watch",
     "apply_reranker",
     "classify_query",
     "deduplicate",

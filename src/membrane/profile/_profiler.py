@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from membrane.profile._profile import MembraneProfile
 
-__all__ = ["NO_WATCH", "STAGES", "Stopwatch", "start_watch"]
+__all__ = ["NO_WATCH", "STAGES", "Stopwatch", "Watch", "start_watch"]
 
 #: The stages a profiled compile reports, in pipeline order.
 STAGES = ("normalise", "layout", "history", "fit", "render", "state_store")
@@ -54,8 +54,11 @@ class _Off:
 
 NO_WATCH = _Off()
 
+#: What :func:`start_watch` returns: a running :class:`Stopwatch` or :data:`NO_WATCH`.
+Watch = Stopwatch | _Off
 
-def start_watch(profile: MembraneProfile | None) -> Stopwatch | _Off:
+
+def start_watch(profile: MembraneProfile | None) -> Watch:
     """A running stopwatch when ``profile.profiler`` is on, else :data:`NO_WATCH`."""
     if profile is not None and profile.profiler:
         return Stopwatch()

@@ -8,13 +8,22 @@ may take; they never lift the room itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from membrane.records import TIER_PROCEDURAL
 
-__all__ = ["MAX_PROCEDURAL_KEPT", "FitChoice", "FitRules", "ItemCap", "MiddleItem", "fit_middle"]
+__all__ = [
+    "MAX_PROCEDURAL_KEPT",
+    "FitChoice",
+    "FitRules",
+    "ItemCap",
+    "MiddleItem",
+    "fit_middle",
+    "rules_outcome",
+]
 
 MAX_PROCEDURAL_KEPT = 3
 FitChoice = Literal["full", "thin", "drop"]
@@ -50,19 +59,30 @@ class FitRules:
 
     ``must`` items go before everything else and are exempt from every cap (they still count
     toward them). ``never_thin`` items are sent whole or not at all. ``tier_order`` is the order
-    tiers are kept in under pressure. ``share_room`` bounds the tokens of the items that are
-    not ``must`` (None: the whole room).
+    tiers are kept in under pressure. ``memory_share`` of the budget (``share_room`` tokens
+    once :meth:`with_budget` set it) bounds the items that are not ``must``.
     """
 
     must: frozenset[int] = frozenset()
     never_thin: frozenset[int] = frozenset()
     caps: tuple[ItemCap, ...] = ()
     tier_order: tuple[int, ...] = (1, 2, 3)
+    memory_share: float | None = None
     share_room: int | None = None
 
     def priority(self, i: int, tier: int, pinned: bool, rank: int) -> tuple[int, ...]:
         """Item ``i``'s place in the fit order (lower goes first)."""
         return (i not in self.must, not pinned, self.tier_order.index(tier), rank)
+
+    def with_budget(self, budget: int) -> FitRules:
+        """These rules with ``share_room`` set from ``memory_share`` of ``budget`` tokens."""
+        if self.memory_share is None:
+            return self
+        return dataclasses.replace(self, share_room=int(self.memory_share * budget))
+
+    def shed_order(self, items: Sequence[MiddleItem]) -> Callable[[int], tuple[int, ...]]:
+        """A key whose largest value is the item to shed first when the joined text is over."""
+        return lambda i: self.priority(i, items[i].tier, items[i].pinned, items[i].rank)
 
 
 _NO_RULES = FitRules()
@@ -150,3 +170,43 @@ def _over_caps(
             else:
                 taken += 1
     return out
+
+
+def rules_outcome(
+    rules: FitRules, ids: Sequence[str | None], sent: Sequence[int], thinned: Sequence[int]
+) -> dict[str, Any]:
+    """What the rules did to one fit, for ``metadata["policy_report"]``.
+
+    ``ids`` are the offer's memory ids by position (None for extras); ``sent`` the positions
+    that went out, ``thinned`` those cut to their keyframe. A ``must`` item that did not go
+    lost to the budget; a cap that ``must`` items overran lost to them.
+    """
+    went = set(sent)
+
+    def named(positions: Sequence[int] | frozenset[int]) -> list[str]:
+        return [str(ids[i]) for i in sorted(positions) if ids[i] is not None]
+
+    conflicts: list[dict[str, Any]] = [
+        {
+            "rule": "must_include",
+            "memory": ids[i],
+            "yielded_to": "never_thin" if i in rules.never_thin else "budget",
+        }
+        for i in sorted(rules.must)
+        if i not in went
+    ]
+    caps = {}
+    for cap in rules.caps:
+        sent_count = len(cap.members & went)
+        caps[cap.name] = {"limit": cap.limit, "offered": len(cap.members), "sent": sent_count}
+        if sent_count > cap.limit:
+            conflicts.append(
+                {"rule": f"max_items ({cap.name})", "memory": None, "yielded_to": "must_include"}
+            )
+    return {
+        "must_include_sent": named([i for i in rules.must if i in went]),
+        "never_thin_sent": len(rules.never_thin & went),
+        "thinned": len(thinned),
+        "max_items": caps,
+        "conflicts": conflicts,
+    }
