@@ -7,7 +7,6 @@ report, save the state. The algorithms live in ``membrane.stages``; this module 
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -18,7 +17,7 @@ from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, tool_call_ids, validate_messages
 from membrane.profile import Watch, start_watch
 from membrane.prompt_text import mem_numbers
-from membrane.render import Rendered, render_end, render_system
+from membrane.render import Rendered, render_end, render_system, timed_report
 from membrane.report import CompileMetrics, CompileReport, Region
 from membrane.result import CompileResult, CostQuote
 from membrane.session import LRUCache, Session, load_calibration, scale_key
@@ -397,11 +396,7 @@ class ContextCompiler:
         present = mem_numbers(rendered.memory_text)
         offer = rendered.offer
         cited = sorted((s for s in offer.citable if s.number in present), key=lambda s: s.number)
-        report = rendered.report
-        if watch.enabled:
-            report = dataclasses.replace(
-                report, profile_timings=watch.timings(_stage_counts(rendered, writes))
-            )
+        report = timed_report(rendered, watch, writes)
         result = CompileResult(
             rendered.messages,
             {s.number: s.ref_id for s in cited},
@@ -447,21 +442,6 @@ def compile_anonymous(
     call_kwargs = {k: v for k, v in options.items() if k not in ctor}
     compiler = ContextCompiler(max_tokens, model_id, core_content, **ctor_kwargs)
     return compiler.compile(memories, user_message, **call_kwargs)
-
-
-def _stage_counts(rendered: Rendered, writes: int) -> dict[str, int]:
-    """What each profiled stage handled: history messages read and kept, items offered and
-    sent, messages emitted, state-store writes."""
-    report = rendered.report
-    kept = report.stable_prefix_messages - 1 if report.placement == "end" else 0
-    return {
-        "normalise": kept + report.history_messages_dropped,
-        "layout": report.segments_offered,
-        "history": kept,
-        "fit": report.segments_kept,
-        "render": len(rendered.messages),
-        "state_store": writes,
-    }
 
 
 def _message_key(message: object) -> tuple[str, str]:

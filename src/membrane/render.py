@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from membrane.messages import Message, message_text
+from membrane.profile import Watch
 from membrane.report import CompileReport, RegionMarks
 from membrane.stages.firewall import Offer, fit_system_message
 from membrane.stages.fit import rules_outcome
@@ -15,7 +18,7 @@ from membrane.stages.window import HistoryWindow
 from membrane.text.semantic import SemanticCall
 from membrane.turn import Turn
 
-__all__ = ["Rendered", "render_end", "render_system"]
+__all__ = ["Rendered", "render_end", "render_system", "timed_report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +142,32 @@ def _common_report(turn: Turn, sent_tokens: int, semantic: SemanticCall | None) 
     }
 
 
-def _profile_report(turn: Turn, sent: list[int], choice: list[str]) -> dict[str, Any]:
+def timed_report(rendered: Rendered, watch: Watch, writes: int) -> CompileReport:
+    """The report, with the profiler's stage timings when it ran (``writes``: store writes)."""
+    if not watch.enabled:
+        return rendered.report
+    report = rendered.report
+    kept = report.stable_prefix_messages - 1 if report.placement == "end" else 0
+    counts = {
+        "normalise": kept + report.history_messages_dropped,
+        "layout": report.segments_offered,
+        "history": kept,
+        "fit": report.segments_kept,
+        "render": len(rendered.messages),
+        "state_store": writes,
+    }
+    return dataclasses.replace(report, profile_timings=watch.timings(counts))
+
+
+def _profile_report(turn: Turn, sent: list[int], choice: Sequence[str]) -> dict[str, Any]:
     """The classifier's label and what the policies did, when the profile has them."""
     out: dict[str, Any] = {}
     label = turn.label
     if label is not None:
         out["query_label"] = label.label
-        out["query_label_effect"] = label.effect.to_dict() if label.effect is not None else None
+        if label.effect is not None:
+            out["label_tier_order"] = label.effect.tier_order
+            out["label_memory_share"] = label.effect.memory_share
     rules = turn.offer.rules
     if turn.report_policies and rules is not None:
         ids = [s.ref_id for s in turn.offer.segments] + [None] * len(turn.offer.extras)

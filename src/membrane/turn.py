@@ -16,7 +16,14 @@ from membrane import config
 from membrane.capabilities import ModelCapabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message
-from membrane.records import MEMORY_KINDS, MemoryItem, memory_id, memory_kind, memory_tier, text_caps
+from membrane.records import (
+    MEMORY_KINDS,
+    MemoryItem,
+    memory_id,
+    memory_kind,
+    memory_tier,
+    text_caps,
+)
 from membrane.stages.firewall import Offer
 from membrane.stages.fit import FitRules, ItemCap
 from membrane.stages.layout import ContextLayoutEngine, render_memories
@@ -119,7 +126,9 @@ def normalise_offer(
     if profile is not None and (profile.policies or profile.must_include):
         from membrane.profile import plan_policies
 
-        items = [(memory_kind(m), tier, memory_id(m)) for _, m, tier in triples]
+        items: list[tuple[str | None, int, str | None]] = [
+            (memory_kind(m), tier, memory_id(m)) for _, m, tier in triples
+        ]
         items += [(None, tier, None) for _, tier in extras]
         plan = plan_policies(profile.policies, profile.must_include, items)
     segments = []

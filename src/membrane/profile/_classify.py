@@ -26,6 +26,11 @@ LABELS = ("code", "lookup", "chit-chat", "task")
 #: the texts of the last few user turns before this one, oldest first.
 Classifier = Callable[[str, Sequence[str]], str]
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # One of these alone marks code: a fence or inline code, a call `name(`, a dotted or
 # snake_case name, a file with a source extension, an error class, a shell prompt.
 _CODE_MARKS = re.compile(
@@ -35,11 +40,11 @@ _CODE_MARKS = re.compile(
     re.MULTILINE | re.IGNORECASE,
 )
 # Two different ones of these mark code.
-_CODE_WORDS = frozenset(
+_CODE_WORDS = _words(
     "api bug compile compiler debug deploy endpoint exception function import lint method "
     "module python javascript typescript refactor regex repo repository segfault syntax "
     "test tests unittest pytest variable class commit merge branch git docker kubernetes "
-    "null pointer library dependency build script query sql schema migration".split()
+    "null pointer library dependency build script query sql schema migration"
 )
 _GREETINGS = re.compile(
     r"^(?:hi|hello|hey|yo|thanks|thank you|thx|cheers|good (?:morning|afternoon|evening|night)"
@@ -47,14 +52,14 @@ _GREETINGS = re.compile(
     r"|see you|sounds good|got it|perfect|no worries)\b",
     re.IGNORECASE,
 )
-_TASK_VERBS = frozenset(
+_TASK_VERBS = _words(
     "write draft create make build generate summarize summarise plan translate rewrite "
     "edit list outline compose book schedule send remind fix add remove update prepare "
-    "explain describe compare design convert format organize organise help please".split()
+    "explain describe compare design convert format organize organise help please"
 )
-_QUESTION_STARTS = frozenset(
+_QUESTION_STARTS = _words(
     "what when where who whom whose which why how is are was were do does did can could "
-    "will would should has have had may might".split()
+    "will would should has have had may might"
 )
 _FOLLOW_UP = re.compile(r"^(?:and|also|what about|how about|why|same|then|so)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z']+")

@@ -24,7 +24,9 @@ def explain_profile(profile: MembraneProfile) -> str:
         return "\n".join(lines)
     lines.append(f"  1. Duplicates: {_dedup(profile)}")
     if profile.reranker is not None:
-        lines.append(f"  2. Reranker: {_name(profile.reranker)}(user_message, memories) sets the order.")
+        lines.append(
+            f"  2. Reranker: {_name(profile.reranker)}(user_message, memories) sets the order."
+        )
     else:
         lines.append("  2. Reranker: none; your order is kept.")
     if profile.freshness_half_life is not None:

@@ -54,13 +54,10 @@ def find_meaning_duplicates(
         if first is not None:
             found.append(Duplicate(index, first, 1.0))
             continue
-        match = next(
-            ((k, s) for k, v in kept if (s := cosine(vector, v)) >= threshold), None
-        )
+        match = next(((k, s) for k, v in kept if (s := cosine(vector, v)) >= threshold), None)
         if match is not None:
             found.append(Duplicate(index, match[0], match[1]))
             continue
         kept.append((index, vector))
         exact[words] = index
     return found
-

@@ -105,7 +105,9 @@ def plan_policies(
     Policies apply to memories only; extras are left as they are.
     """
     wanted = set(must_include_ids)
-    must, never_thin, max_chars = set(), set(), {}
+    must: set[int] = set()
+    never_thin: set[int] = set()
+    max_chars: dict[int, int] = {}
     members: dict[int, set[int]] = {}
     for i, (kind, tier, ref) in enumerate(items):
         if kind is None:

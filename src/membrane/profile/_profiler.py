@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from membrane.profile._profile import MembraneProfile
@@ -30,13 +30,13 @@ class Stopwatch:
         self._laps[stage] = self._laps.get(stage, 0) + now - self._last
         self._last = now
 
-    def timings(self, counts: Mapping[str, int]) -> dict[str, dict[str, Any]]:
-        """``{stage: {"ms": wall time, "items": what it handled}}`` for the stages that ran."""
-        return {
-            stage: {"ms": round(self._laps[stage] / 1e6, 4), "items": counts.get(stage, 0)}
+    def timings(self, counts: Mapping[str, int]) -> tuple[tuple[str, float, int], ...]:
+        """``(stage, milliseconds, items it handled)`` for each stage that ran, in order."""
+        return tuple(
+            (stage, round(self._laps[stage] / 1e6, 4), counts.get(stage, 0))
             for stage in STAGES
             if stage in self._laps
-        }
+        )
 
 
 class _Off:
@@ -48,8 +48,8 @@ class _Off:
     def lap(self, stage: str) -> None:
         pass
 
-    def timings(self, counts: Mapping[str, int]) -> dict[str, dict[str, Any]]:
-        return {}
+    def timings(self, counts: Mapping[str, int]) -> tuple[tuple[str, float, int], ...]:
+        return ()
 
 
 NO_WATCH = _Off()

@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from membrane.records import TIER_PROCEDURAL
+from membrane.report import PolicyReport
 
 __all__ = [
     "MAX_PROCEDURAL_KEPT",
@@ -174,39 +175,30 @@ def _over_caps(
 
 def rules_outcome(
     rules: FitRules, ids: Sequence[str | None], sent: Sequence[int], thinned: Sequence[int]
-) -> dict[str, Any]:
+) -> PolicyReport:
     """What the rules did to one fit, for ``metadata["policy_report"]``.
 
     ``ids`` are the offer's memory ids by position (None for extras); ``sent`` the positions
     that went out, ``thinned`` those cut to their keyframe. A ``must`` item that did not go
-    lost to the budget; a cap that ``must`` items overran lost to them.
+    yielded to the budget (or to ``never_thin``, when its keyframe was not allowed); a cap that
+    ``must`` items overran yielded to them.
     """
     went = set(sent)
-
-    def named(positions: Sequence[int] | frozenset[int]) -> list[str]:
-        return [str(ids[i]) for i in sorted(positions) if ids[i] is not None]
-
-    conflicts: list[dict[str, Any]] = [
-        {
-            "rule": "must_include",
-            "memory": ids[i],
-            "yielded_to": "never_thin" if i in rules.never_thin else "budget",
-        }
+    conflicts = [
+        ("must_include", ids[i], "never_thin" if i in rules.never_thin else "budget")
         for i in sorted(rules.must)
         if i not in went
     ]
-    caps = {}
+    caps = []
     for cap in rules.caps:
         sent_count = len(cap.members & went)
-        caps[cap.name] = {"limit": cap.limit, "offered": len(cap.members), "sent": sent_count}
+        caps.append((cap.name, cap.limit, len(cap.members), sent_count))
         if sent_count > cap.limit:
-            conflicts.append(
-                {"rule": f"max_items ({cap.name})", "memory": None, "yielded_to": "must_include"}
-            )
-    return {
-        "must_include_sent": named([i for i in rules.must if i in went]),
-        "never_thin_sent": len(rules.never_thin & went),
-        "thinned": len(thinned),
-        "max_items": caps,
-        "conflicts": conflicts,
-    }
+            conflicts.append((f"max_items ({cap.name})", None, "must_include"))
+    return PolicyReport(
+        must_include_sent=tuple(str(ids[i]) for i in sorted(rules.must & went)),
+        never_thin_sent=len(rules.never_thin & went),
+        thinned=len(thinned),
+        max_items=tuple(caps),
+        conflicts=tuple(conflicts),
+    )

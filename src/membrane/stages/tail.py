@@ -151,9 +151,7 @@ def _rank(
     procedures = sum(1 for tier in turn.offer.tiers() if tier == TIER_PROCEDURAL)
     # A profile's rules (caps, a memory share) may trim what would fit.
     trimming = (
-        memory_tokens > room
-        or procedures > MAX_PROCEDURAL_KEPT
-        or turn.offer.rules is not None
+        memory_tokens > room or procedures > MAX_PROCEDURAL_KEPT or turn.offer.rules is not None
     )
     stats = CombinedStats(tracker.stats if tracker else None, TermStats(texts if trimming else ()))
     semantic = None
