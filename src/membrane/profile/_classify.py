@@ -69,8 +69,8 @@ def classify_query(user_message: str, recent: Sequence[str] = ()) -> str:
     """A fast rule-based label for the turn: ``code``, ``lookup``, ``chit-chat`` or ``task``.
 
     Code marks win, then small talk, then an imperative (``task``), then a question
-    (``lookup``). A short follow-up ("and the staging one?") with no marks of its own takes
-    the label of the last recent message that has one.
+    (``lookup``). A follow-up ("and the staging one?", or three words at most) without code
+    marks or small talk of its own takes the label of the last recent message that has one.
 
     >>> classify_query("Why does parse_date() fail on leap years?")
     'code'
@@ -82,14 +82,16 @@ def classify_query(user_message: str, recent: Sequence[str] = ()) -> str:
     'code'
     """
     own = _own_label(user_message)
-    if own is not None:
+    if own in ("code", "chit-chat"):
         return own
     words = _WORD.findall(user_message)
-    if recent and (len(words) <= 6 or _FOLLOW_UP.match(user_message.strip())):
+    if recent and (len(words) <= 3 or _FOLLOW_UP.match(user_message.strip())):
         for earlier in reversed(recent):
             label = _own_label(earlier)
             if label is not None and label != "chit-chat":
                 return label
+    if own is not None:
+        return own
     return "lookup" if user_message.rstrip().endswith("?") else "task"
 
 
