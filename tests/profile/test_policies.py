@@ -10,28 +10,10 @@ from membrane.profile import MembraneProfile, Policy, plan_policies
 from membrane.prompt_text import THIN_MARK
 from membrane.records import MemoryItem
 
-WORDS = [
-    "alpha",
-    "beta",
-    "gamma",
-    "delta",
-    "river",
-    "mountain",
-    "invoice",
-    "shipping",
-    "order",
-    "refund",
-    "cluster",
-    "latency",
-    "budget",
-    "cache",
-    "token",
-    "paris",
-    "lagos",
-    "tuesday",
-    "amber",
-    "cobalt",
-]
+WORDS = (
+    "alpha beta gamma delta river mountain invoice shipping order refund cluster latency "
+    "budget cache token paris lagos tuesday amber cobalt"
+).split()  # noqa: SIM905
 
 
 def body(start: int, n: int = 30) -> str:

@@ -1,4 +1,4 @@
-"""The budget fit under a profile's rules: default rules change nothing, rules never lift the room."""
+"""The fit under a profile's rules: default rules change nothing, no rule lifts the room."""
 
 from __future__ import annotations
 
