@@ -145,10 +145,11 @@ def test_a_label_with_a_memory_share_keeps_fewer_memories_in_the_bytes() -> None
 
 
 def test_a_label_with_a_tier_order_keeps_facts_over_procedures_under_pressure() -> None:
-    words = (
+    vocabulary = (
         "alpha beta gamma delta river mountain invoice shipping order refund cluster latency "
         "budget cache token paris lagos tuesday amber cobalt"
-    ).split()  # noqa: SIM905
+    )
+    words = vocabulary.split()
 
     def body(start: int) -> str:
         return " ".join(words[(start + j) % 20] for j in range(30))

@@ -10,10 +10,11 @@ from membrane.profile import MembraneProfile, Policy, plan_policies
 from membrane.prompt_text import THIN_MARK
 from membrane.records import MemoryItem
 
-WORDS = (
+VOCABULARY = (
     "alpha beta gamma delta river mountain invoice shipping order refund cluster latency "
     "budget cache token paris lagos tuesday amber cobalt"
-).split()  # noqa: SIM905
+)
+WORDS = VOCABULARY.split()
 
 
 def body(start: int, n: int = 30) -> str:
