@@ -337,7 +337,8 @@ def fit_offer(
     fits = sum(full) + len(lines) <= room
     if rules is not None and rules.share_room is not None:
         fits = fits and sum(full) + len(lines) <= rules.share_room
-    if fits and rules is None and tiers.count(TIER_PROCEDURAL) <= MAX_PROCEDURAL_KEPT:
+    simple = rules is None or not rules.may_trim
+    if fits and simple and tiers.count(TIER_PROCEDURAL) <= MAX_PROCEDURAL_KEPT:
         # Everything goes in whole: no sizes to weigh, only the tier order to keep.
         tail = Tail(end_text)
         tail.sources = sorted(range(len(lines)), key=lambda i: (tiers[i], i))

@@ -75,6 +75,11 @@ class FitRules:
         """Item ``i``'s place in the fit order (lower goes first)."""
         return (i not in self.must, not pinned, self.tier_order.index(tier), rank)
 
+    @property
+    def may_trim(self) -> bool:
+        """True when these rules can leave out items that would all fit."""
+        return bool(self.caps) or self.memory_share is not None
+
     def with_budget(self, budget: int) -> FitRules:
         """These rules with ``share_room`` set from ``memory_share`` of ``budget`` tokens."""
         if self.memory_share is None:
