@@ -61,6 +61,8 @@ _QUESTION_STARTS = _words(
     "what when where who whom whose which why how is are was were do does did can could "
     "will would should has have had may might"
 )
+# Skipped before looking for an imperative: "please draft", "can you write", "now fix".
+_FILLER = _words("now then also so please pls kindly and but can could would will you just ok okay")
 _FOLLOW_UP = re.compile(r"^(?:and|also|what about|how about|why|same|then|so)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z']+")
 
@@ -101,11 +103,16 @@ def _own_label(text: str) -> str | None:
     if _CODE_MARKS.search(text) or len(_CODE_WORDS.intersection(words)) >= 2:
         return "code"
     stripped = text.strip()
-    if _GREETINGS.match(stripped) and len(words) <= 8:
-        return "chit-chat"
+    greeting = _GREETINGS.match(stripped)
+    if greeting is not None:
+        # "Thanks, that helped" is small talk; "Great, now draft the notes" is the draft.
+        rest = stripped[greeting.end() :].strip(" ,.!;:-")
+        after = _own_label(rest) if len(_WORD.findall(rest)) >= 3 else None
+        return after if after is not None else "chit-chat"
     if not words:
         return None
-    if words[0] in _TASK_VERBS:
+    first = next((w for w in words if w not in _FILLER), "")
+    if first in _TASK_VERBS:
         return "task"
     if words[0] in _QUESTION_STARTS or stripped.endswith("?"):
         return "lookup"
