@@ -497,6 +497,41 @@ def test_unknown_profile_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "minimal, coding, conversational" in err
 
 
+@pytest.mark.parametrize("name", MembraneProfile.PRESETS)
+def test_profile_explain_json_has_every_setting(
+    capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    code, out, _ = _run(capsys, "profile", "explain", name, "--json")
+    assert code == 0
+    payload = json.loads(out)
+    assert payload == MembraneProfile.preset(name).to_dict()
+    assert {"classifier", "label_effects", "policies", "must_include", "profiler"} <= set(payload)
+
+
+def test_inspect_with_a_profile_reports_its_label_and_policies(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = _run(
+        capsys,
+        "inspect",
+        "--user-message",
+        "Fix the bug in utils.py",
+        "--memory",
+        "p|1|Run the tests before you commit.",
+        "--profile",
+        "coding",
+        "--json",
+    )
+    assert code == 0
+    metadata = json.loads(out)["metadata"]
+    assert metadata["query_label"] == "code"
+    assert metadata["policy_report"]["never_thin_sent"] == 1
+    assert "profile_timings" not in metadata
+    code, _, err = _run(capsys, "inspect", "--user-message", "x", "--profile", "turbo")
+    assert code == 2
+    assert "unknown profile 'turbo'" in err
+
+
 # ---------------------------------------------------------------------- as a program
 
 

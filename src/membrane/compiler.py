@@ -16,7 +16,8 @@ from membrane import config
 from membrane.capabilities import get_model_capabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, tool_call_ids, validate_messages
-from membrane.render import Rendered, render_end, render_system
+from membrane.profile import Watch, start_watch
+from membrane.render import Rendered, render_end, render_system, timed_report
 from membrane.report import CompileMetrics, CompileReport, Region
 from membrane.result import CompileResult, CostQuote
 from membrane.session import (
@@ -180,6 +181,7 @@ class ContextCompiler:
         """
         check_compressor(compress_sync)
         notes = StoreNotes()
+        watch = start_watch(profile)
         turn = self._normalise(
             memories,
             user_message,
@@ -197,6 +199,7 @@ class ContextCompiler:
             compress_sync=compress_sync,
             agent=(tools, image_sizes, reserve_output_tokens),
             debug=debug,
+            watch=watch,
         )
         session = Session(self.state_store, turn.conversation, notes)
         turn = replace(turn, tools_changed=check_tools_change(turn.agent, session))
@@ -206,10 +209,14 @@ class ContextCompiler:
             rendered = render_system(turn, semantic, model_id=model, overhead=overhead)
         else:
             window = self._window.plan(turn.window_input(), session, self._window_settings())
+            watch.lap("history")
             tail = fit_tail(turn.tail_input(semantic), window, self._tail_settings())
+            watch.lap("fit")
             rendered = render_end(turn, window, tail, semantic, model_id=model, overhead=overhead)
-        session.save()
-        return self._emit(replace(rendered, report=notes.stamp(rendered.report)))
+        watch.lap("render")
+        writes = session.save()
+        watch.lap("state_store")
+        return self._emit(replace(rendered, report=notes.stamp(rendered.report)), watch, writes)
 
     async def compile_async(
         self,
@@ -314,17 +321,13 @@ class ContextCompiler:
         compress_sync: SyncCompressor | None,
         agent: tuple[object, Mapping[str, tuple[int, int]] | None, int | None],
         debug: bool,
+        watch: Watch,
     ) -> Turn:
         if not isinstance(user_message, str):
             raise InvalidInputError("user_message must be a string", field="user_message")
         conversation = conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION
         history = self._validate_history(conversation_messages, conversation)
-        offer = normalise_offer(memories, tier_by_memory_id, profile, user_message, middle_extras)
-        layout = ContextLayoutEngine(
-            self.core_content,
-            agent_persona_prompt=agent_persona_prompt,
-            include_interrupt_instruction=self.include_interrupt_instruction,
-        )
+        label = profile.classify(user_message, history) if profile is not None else None
         # One capability lookup per compile: the context cap here, caching in the metadata.
         capabilities = get_model_capabilities(self.model_id) if self.model_id else None
         counter = self._counter(tokenizer_registry)
@@ -343,12 +346,24 @@ class ContextCompiler:
         else:
             calibration = load_calibration(self.state_store, self.model_id, notes)
             scale, scale_samples = calibration.scale, calibration.samples
+        watch.lap("normalise")
+        offer = normalise_offer(
+            memories, tier_by_memory_id, profile, user_message, middle_extras, label
+        )
+        layout = ContextLayoutEngine(
+            self.core_content,
+            agent_persona_prompt=agent_persona_prompt,
+            include_interrupt_instruction=self.include_interrupt_instruction,
+        )
+        core = layout.build_core()
+        offer = compress_offer(offer, compress_sync, counter.count, user_message)
+        watch.lap("layout")
         return Turn(
             user_message=user_message,
             history=history,
-            offer=compress_offer(offer, compress_sync, counter.count, user_message),
+            offer=offer,
             layout=layout,
-            core=layout.build_core(),
+            core=core,
             last_assistant_turn=last_assistant_turn,
             directives=dynamic_directives,
             counter=counter,
@@ -361,6 +376,8 @@ class ContextCompiler:
             debug=debug,
             capabilities=capabilities,
             agent=extras,
+            label=label,
+            report_policies=profile is not None and bool(profile.policies or profile.must_include),
         )
 
     def _validate_history(
@@ -404,15 +421,14 @@ class ContextCompiler:
             message_overhead_tokens=self.message_overhead_tokens,
         )
 
-    # ------------------------------------------------------------------ results
+    # ------------------------------------------------------------------ results and helpers
 
-    def _emit(self, rendered: Rendered) -> CompileResult:
-        result = rendered.result()
+    def _emit(self, rendered: Rendered, watch: Watch, writes: int) -> CompileResult:
+        report = timed_report(rendered, watch, writes)
+        result = replace(rendered, report=report).result()
         if self.metrics_callback is not None:
-            self.metrics_callback(rendered.report.metrics())
+            self.metrics_callback(report.metrics())
         return result
-
-    # ------------------------------------------------------------------ helpers
 
     def _counter(self, registry: TokenizerRegistry | None) -> MemoizedCounter:
         registry = registry if registry is not None else self.tokenizer_registry

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from membrane.messages import ImageTally, Message, message_text
+from membrane.profile import Watch
 from membrane.prompt_text import mem_numbers
 from membrane.report import AgentReport, CompileReport, RegionMarks
 from membrane.result import CompileResult
 from membrane.stages.firewall import Offer, fit_system_message
+from membrane.stages.fit import rules_outcome
 from membrane.stages.glaciator import cache_metadata
 from membrane.stages.layout import MemorySegment
 from membrane.stages.tail import FittedTail
@@ -19,7 +22,7 @@ from membrane.stages.window import HistoryWindow
 from membrane.text.semantic import SemanticCall
 from membrane.turn import Turn
 
-__all__ = ["Rendered", "cited_numbers", "render_end", "render_system"]
+__all__ = ["Rendered", "cited_numbers", "render_end", "render_system", "timed_report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +117,7 @@ def render_end(
         core_chars=core_chars,
         cache=cache,
         **_common_report(turn, token_count + framing, semantic, window.kept),
+        **_profile_report(turn, tail.sources, fitted.choice),
     )
     regions = _end_marks(turn, fitted)
     trace = {"choices": fitted.choice, "sources": list(tail.sources)} if turn.debug else None
@@ -150,6 +154,7 @@ def render_system(
         stable_prefix_messages=0,
         cache={"cache_mode": None, "cache_breakpoints": [], "prompt_cache_used": False},
         **_common_report(turn, token_count + overhead, semantic, []),
+        **_profile_report(turn, fitted.kept, fitted.choice),
     )
     regions = _system_marks(turn.core, fitted.middle, fitted.text, end_text)
     trace = {"choices": list(fitted.choice)} if turn.debug else None
@@ -217,6 +222,40 @@ def _tools(turn: Turn) -> list[dict[str, Any]]:
         if spec.strict is not None:
             function["strict"] = spec.strict
         out.append({"type": "function", "function": function})
+    return out
+
+
+def timed_report(rendered: Rendered, watch: Watch, writes: int) -> CompileReport:
+    """The report, with the profiler's stage timings when it ran (``writes``: store writes)."""
+    if not watch.enabled:
+        return rendered.report
+    report = rendered.report
+    kept = report.stable_prefix_messages - 1 if report.placement == "end" else 0
+    counts = {
+        "normalise": kept + report.history_messages_dropped,
+        "layout": report.segments_offered,
+        "history": kept,
+        "fit": report.segments_kept,
+        "render": len(rendered.messages),
+        "state_store": writes,
+    }
+    return dataclasses.replace(report, profile_timings=watch.timings(counts))
+
+
+def _profile_report(turn: Turn, sent: list[int], choice: Sequence[str]) -> dict[str, Any]:
+    """The classifier's label and what the policies did, when the profile has them."""
+    out: dict[str, Any] = {}
+    label = turn.label
+    if label is not None:
+        out["query_label"] = label.label
+        if label.effect is not None:
+            out["label_tier_order"] = label.effect.tier_order
+            out["label_memory_share"] = label.effect.memory_share
+    rules = turn.offer.rules
+    if turn.report_policies and rules is not None:
+        ids = [s.ref_id for s in turn.offer.segments] + [None] * len(turn.offer.extras)
+        thinned = [i for i in sent if choice[i] == "thin"]
+        out["policy_report"] = rules_outcome(rules, ids, sent, thinned)
     return out
 
 

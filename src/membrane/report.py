@@ -17,6 +17,7 @@ __all__ = [
     "CompileMetrics",
     "CompileReport",
     "MetadataView",
+    "PolicyReport",
     "Region",
     "RegionMarks",
     "RegionName",
@@ -110,6 +111,53 @@ class MetadataView:
     @property
     def tools_tokens(self) -> Any:
         return self.metadata.get("tools_tokens")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyReport:
+    """What a profile's policies did in one compile (``metadata["policy_report"]``).
+
+    ``max_items`` rows are ``(policy, limit, offered, sent)``; ``conflicts`` rows are
+    ``(rule, memory id or None, the rule it yielded to)``.
+    """
+
+    must_include_sent: tuple[str, ...] = ()
+    never_thin_sent: int = 0
+    thinned: int = 0
+    max_items: tuple[tuple[str, int, int, int], ...] = ()
+    conflicts: tuple[tuple[str, str | None, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "must_include_sent": list(self.must_include_sent),
+            "never_thin_sent": self.never_thin_sent,
+            "thinned": self.thinned,
+            "max_items": {
+                name: {"limit": limit, "offered": offered, "sent": sent}
+                for name, limit, offered, sent in self.max_items
+            },
+            "conflicts": [
+                {"rule": rule, "memory": memory, "yielded_to": winner}
+                for rule, memory, winner in self.conflicts
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PolicyReport:
+        caps = data.get("max_items") or {}
+        return cls(
+            must_include_sent=tuple(data.get("must_include_sent") or ()),
+            never_thin_sent=int(data.get("never_thin_sent", 0)),
+            thinned=int(data.get("thinned", 0)),
+            max_items=tuple(
+                (str(name), int(row["limit"]), int(row["offered"]), int(row["sent"]))
+                for name, row in caps.items()
+            ),
+            conflicts=tuple(
+                (str(row["rule"]), row.get("memory"), str(row["yielded_to"]))
+                for row in data.get("conflicts") or ()
+            ),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +258,13 @@ class CompileReport:
     #: The state store was unreachable; this compile used in-process state.
     state_store_fallback: bool = False
     agent: AgentReport | None = None
+    query_label: str | None = None
+    # The label's effect: tiers in the order they are kept, and the memories' budget share.
+    label_tier_order: tuple[int, ...] | None = None
+    label_memory_share: float | None = None
+    policy_report: PolicyReport | None = None
+    # Stage -> (milliseconds, items handled), in pipeline order.
+    profile_timings: tuple[tuple[str, float, int], ...] | None = None
 
     def metadata(self) -> dict[str, Any]:
         """The public ``metadata`` dict, keys in their documented order."""
@@ -261,6 +316,22 @@ class CompileReport:
             md.update(self.cache)
         if self.agent is not None:
             md.update(self.agent.metadata())
+        if self.query_label is not None:
+            md["query_label"] = self.query_label
+            md["query_label_effect"] = (
+                None
+                if self.label_tier_order is None
+                else {
+                    "tier_order": list(self.label_tier_order),
+                    "memory_share": self.label_memory_share,
+                }
+            )
+        if self.policy_report is not None:
+            md["policy_report"] = self.policy_report.to_dict()
+        if self.profile_timings is not None:
+            md["profile_timings"] = {
+                stage: {"ms": ms, "items": items} for stage, ms, items in self.profile_timings
+            }
         return md
 
     @classmethod
@@ -271,6 +342,9 @@ class CompileReport:
         the numbers through this instead of spelling keys.
         """
         scale = float(md.get("token_scale", 1.0))
+        effect = md.get("query_label_effect")
+        policy = md.get("policy_report")
+        timings = md.get("profile_timings")
         token_count = int(md.get("token_count", 0))
         budget = int(md.get("tokens_budget", 0))
         return cls(
@@ -301,6 +375,15 @@ class CompileReport:
             state_discarded=tuple(str(v) for v in md.get("state_discarded") or ()),
             state_store_fallback=bool(md.get("state_store_fallback", False)),
             agent=AgentReport.from_metadata(md),
+            query_label=md.get("query_label"),
+            label_tier_order=tuple(effect["tier_order"]) if effect else None,
+            label_memory_share=effect.get("memory_share") if effect else None,
+            policy_report=PolicyReport.from_dict(policy) if policy is not None else None,
+            profile_timings=tuple(
+                (str(stage), float(row["ms"]), int(row["items"])) for stage, row in timings.items()
+            )
+            if timings is not None
+            else None,
         )
 
     @property

@@ -206,11 +206,16 @@ class Session:
         """Queue a write of another key of this conversation (written by :meth:`save`)."""
         self._writes.append((key, value))
 
-    def save(self) -> None:
-        """Write what the stages queued, in order (to the fallback only, during an outage)."""
+    def save(self) -> int:
+        """Write what the stages queued, in order (to the fallback only, during an outage).
+
+        Returns how many writes that was.
+        """
+        writes = len(self._writes)
         for key, value in self._writes:
             write_state(self.store, key, value, self.notes)
         self._writes.clear()
+        return writes
 
 
 def write_state(store: StateStore, key: str, value: dict[str, Any], notes: StoreNotes) -> None:

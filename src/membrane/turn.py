@@ -16,9 +16,17 @@ from membrane import config
 from membrane.capabilities import ModelCapabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message
-from membrane.records import MEMORY_KINDS, MemoryItem, memory_tier, text_caps
+from membrane.records import (
+    MEMORY_KINDS,
+    MemoryItem,
+    memory_id,
+    memory_kind,
+    memory_tier,
+    text_caps,
+)
 from membrane.stages.agent import AgentInputs
 from membrane.stages.firewall import Offer
+from membrane.stages.fit import FitRules, ItemCap
 from membrane.stages.layout import ContextLayoutEngine, render_memories
 from membrane.stages.preflight import SyncCompressor, check_compressed
 from membrane.stages.tail import TailInput
@@ -27,7 +35,7 @@ from membrane.text.semantic import SemanticCall
 from membrane.tokenizers import MemoizedCounter
 
 if TYPE_CHECKING:
-    from membrane.profile import MembraneProfile
+    from membrane.profile import MembraneProfile, PolicyPlan, QueryLabel
 
 __all__ = [
     "Turn",
@@ -66,6 +74,8 @@ class Turn:
     capabilities: ModelCapabilities | None
     agent: AgentInputs = field(default_factory=AgentInputs)
     tools_changed: bool = False
+    label: QueryLabel | None = None
+    report_policies: bool = False
 
     @property
     def count(self) -> Callable[[str], int]:
@@ -108,15 +118,44 @@ def normalise_offer(
     profile: MembraneProfile | None,
     user_message: str,
     middle_extras: Sequence[tuple[str, int]] | None,
+    label: QueryLabel | None = None,
 ) -> Offer:
-    """The memories (numbered in input order) and extras on offer this turn."""
+    """The memories (numbered in input order) and extras on offer this turn.
+
+    A profile with a classifier, policies or must-include ids attaches the fit's rules.
+    """
     triples = memory_pairs(memories, tier_by_memory_id, profile, user_message)
-    segments = []
+    extras = check_extras(middle_extras)
     caps = text_caps()
-    for number, memory, tier in triples:
-        segments.extend(render_memories([(memory, tier)], start_number=number, caps=caps))
+    plan = None
+    if profile is not None and (profile.policies or profile.must_include):
+        from membrane.profile import plan_policies
+
+        items: list[tuple[str | None, int, str | None]] = [
+            (memory_kind(m), tier, memory_id(m)) for _, m, tier in triples
+        ]
+        items += [(None, tier, None) for _, tier in extras]
+        plan = plan_policies(profile.policies, profile.must_include, items)
+    segments = []
+    for position, (number, memory, tier) in enumerate(triples):
+        limit = plan.max_chars.get(position) if plan is not None else None
+        own_caps = caps if limit is None else {**caps, memory_kind(memory): limit}
+        segments.extend(render_memories([(memory, tier)], start_number=number, caps=own_caps))
     truncated = sum(1 for s in segments if s.truncated)
-    return Offer(segments, check_extras(middle_extras), truncated, citable=list(segments))
+    rules = _fit_rules(plan, label) if profile is not None and profile.shapes_the_fit else None
+    return Offer(segments, extras, truncated, citable=list(segments), rules=rules)
+
+
+def _fit_rules(plan: PolicyPlan | None, label: QueryLabel | None) -> FitRules:
+    """The profile's policies and the turn's label effect, as rules for the fit."""
+    effect = label.effect if label is not None else None
+    return FitRules(
+        must=plan.must if plan is not None else frozenset(),
+        never_thin=plan.never_thin if plan is not None else frozenset(),
+        caps=tuple(ItemCap(*cap) for cap in plan.caps) if plan is not None else (),
+        tier_order=effect.tier_order if effect is not None else (1, 2, 3),
+        memory_share=effect.memory_share if effect is not None else None,
+    )
 
 
 def compress_offer(

@@ -193,11 +193,21 @@ def test_explain() -> None:
     assert coding.splitlines() == [
         "Profile 'coding'",
         "  1. Duplicates: exact copies (same words, ignoring case and punctuation at word edges)"
-        " and near copies (3-word shingle Jaccard >= 0.90) are dropped; the first one offered"
-        " stays.",
+        " and near copies (3-word shingle Jaccard >= 0.90; with an embedder, cosine of the"
+        " embedder's vectors >= 0.95) are dropped; the first one offered stays.",
         "  2. Reranker: none; your order is kept.",
         "  3. Freshness: off.",
         "  4. Kind order: procedural memories are offered first; the rest keep their order.",
+        "  5. Classifier: classify_query (built-in rules: code, lookup, chit-chat, task) labels"
+        " the message, seeing the last 3 user messages; metadata['query_label'] records it.",
+        "     chit-chat: memories take at most 10% of the budget.",
+        "     lookup: under pressure tiers are kept in the order facts, procedures, episodes.",
+        "     other labels: no change.",
+        "  6. Policies:",
+        "     procedural memories: never thinned (whole or dropped).",
+        "     When rules collide: budget > never_thin > must_include > max_items > memory_share"
+        " > ranking (reported in metadata).",
+        "  7. Profiler: off (costs nothing).",
         "  Kept memories keep their [Mem:N] numbers from your input order.",
     ]
 
@@ -220,11 +230,39 @@ def test_to_dict_is_json_ready() -> None:
         "dedup": True,
         "near_duplicate_threshold": 0.75,
         "shingle_size": 2,
+        "semantic_duplicate_threshold": 0.9,
+        "embedder": None,
         "kinds_first": [],
         "freshness_half_life_seconds": 604800.0,
-        "reranker": False,
-        "clock": False,
+        "reranker": None,
+        "clock": None,
+        "classifier": "classify_query",
+        "classifier_history": 3,
+        "label_effects": {
+            "chit-chat": {"tier_order": [3, 2, 1], "memory_share": 0.25},
+            "lookup": {"tier_order": [2, 3, 1], "memory_share": None},
+        },
+        "policies": [
+            {
+                "target": "episodic",
+                "max_items": 8,
+                "must_include": False,
+                "never_thin": False,
+                "max_chars": None,
+            }
+        ],
+        "must_include": [],
+        "conflict_order": [
+            "budget",
+            "never_thin",
+            "must_include",
+            "max_items",
+            "memory_share",
+            "ranking",
+        ],
+        "profiler": False,
     }
+    assert MembraneProfile.minimal().to_dict()["conflict_order"] == []
 
 
 def test_compiler_keeps_input_numbering_under_a_profile() -> None:

@@ -124,6 +124,17 @@ def _compile_options() -> argparse.ArgumentParser:
         default=None,
         help="provider tokens per counted token (default: from the capability map)",
     )
+    common.add_argument(
+        "--profile",
+        default=None,
+        metavar="NAME",
+        help="compile with a profile preset: minimal, coding or conversational",
+    )
+    common.add_argument(
+        "--timings",
+        action="store_true",
+        help="turn the profiler on: per-stage timings in the output (with --profile or alone)",
+    )
     common.add_argument("--json", action="store_true", help="print JSON instead of text")
     return common
 
@@ -157,4 +168,5 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain = profile_commands.add_parser("explain", help="describe what a preset does")
     explain.add_argument("name", help="preset name, e.g. minimal, coding, conversational")
+    explain.add_argument("--json", action="store_true", help="print every setting as JSON")
     return parser

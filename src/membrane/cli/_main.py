@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from membrane.cli._text import render_text
 from membrane.compiler import ContextCompiler
 from membrane.errors import InvalidInputError, MembraneError
 from membrane.messages import Message
+from membrane.profile import MembraneProfile
 from membrane.records import MemoryItem
 from membrane.report import CompileReport
 from membrane.tokenizers import TiktokenAdapter
@@ -43,6 +45,22 @@ def _inputs(args: argparse.Namespace) -> tuple[list[MemoryItem], list[Message] |
     return memories, history
 
 
+def _profile(args: argparse.Namespace) -> MembraneProfile | None:
+    """The ``--profile`` preset, with the profiler on under ``--timings`` (None: neither)."""
+    if args.profile is None and not args.timings:
+        return None
+    profile = _preset(args.profile or "minimal")
+    return dataclasses.replace(profile, profiler=True) if args.timings else profile
+
+
+def _preset(name: str) -> MembraneProfile:
+    if name.strip().lower() not in MembraneProfile.PRESETS:
+        raise UsageError(
+            f"unknown profile {name!r}; choose one of {', '.join(MembraneProfile.PRESETS)}"
+        )
+    return MembraneProfile.preset(name)
+
+
 def _core_text(args: argparse.Namespace) -> str:
     return ContextLayoutEngine(args.core).build_core()
 
@@ -50,7 +68,11 @@ def _core_text(args: argparse.Namespace) -> str:
 def _run_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     memories, history = _inputs(args)
     result = _compiler(args).compile(
-        memories, args.user_message, conversation_messages=history, debug=True
+        memories,
+        args.user_message,
+        conversation_messages=history,
+        debug=True,
+        profile=_profile(args),
     )
     anatomy = prompt_anatomy(
         result,
@@ -83,6 +105,7 @@ def _run_quote(args: argparse.Namespace, out: TextIO) -> int:
         args.user_message,
         price_per_1k_input_tokens=args.price_per_1k_input_tokens,
         conversation_messages=history,
+        profile=_profile(args),
     )
     md = quote.compile_result.metadata
     report = CompileReport.from_metadata(md)
@@ -110,15 +133,11 @@ def _run_quote(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _run_profile(args: argparse.Namespace, out: TextIO) -> int:
-    from membrane.profile import MembraneProfile
-
-    name = args.name.strip().lower()
-    if name not in MembraneProfile.PRESETS:
-        raise UsageError(
-            f"unknown profile {args.name!r}; choose one of {', '.join(MembraneProfile.PRESETS)}"
-        )
-    profile = getattr(MembraneProfile, name)()
-    out.write(profile.explain() + "\n")
+    profile = _preset(args.name)
+    if args.json:
+        out.write(json.dumps(profile.to_dict(), indent=2) + "\n")
+    else:
+        out.write(profile.explain() + "\n")
     return 0
 
 

@@ -55,7 +55,35 @@ def render_text(result: CompileResult, anatomy: Anatomy) -> str:
         lines.append("  (no memory reached the prompt)")
     lines += ["", "Trimming"] + [f"  {line}" for line in _trimming_lines(report)]
     lines += ["", "Cache"] + [f"  {line}" for line in _cache_lines(result, report)]
+    profile = _profile_lines(report)
+    if profile:
+        lines += ["", "Profile"] + [f"  {line}" for line in profile]
     return "\n".join(lines) + "\n"
+
+
+def _profile_lines(report: CompileReport) -> list[str]:
+    """The classifier's label, what the policies did and the stage timings, when present."""
+    out = []
+    if report.query_label is not None:
+        if report.label_tier_order is None:
+            out.append(f"label: {report.query_label} (no effect in this profile)")
+        else:
+            order = ", ".join(str(t) for t in report.label_tier_order)
+            share = report.label_memory_share
+            share_text = "no memory share" if share is None else f"memory share {share:.0%}"
+            out.append(f"label: {report.query_label} (tier order {order}; {share_text})")
+    policy = report.policy_report
+    if policy is not None:
+        out.append(f"must include sent: {', '.join(policy.must_include_sent) or 'none'}")
+        for name, limit, offered, sent in policy.max_items:
+            out.append(f"max items {name}: {sent} of {offered} sent (limit {limit})")
+        for rule, memory, winner in policy.conflicts:
+            out.append(f"conflict: {rule} {memory or '-'} yielded to {winner}")
+    if report.profile_timings:
+        out.append(f"{'stage':<14}{'ms':>10}{'items':>8}")
+        for stage, ms, items in report.profile_timings:
+            out.append(f"{stage:<14}{ms:>10.3f}{items:>8}")
+    return out
 
 
 def _trimming_lines(report: CompileReport) -> list[str]:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from membrane.errors import InvalidInputError
 from membrane.prompt_text import RECALL_HEADER, THIN_MARK, leading_mem_number, thin_memory_line
 from membrane.records import TIER_PROCEDURAL
+from membrane.stages.fit import MAX_PROCEDURAL_KEPT, FitChoice, FitRules, MiddleItem, fit_middle
 from membrane.stages.history import RecalledPassage
 from membrane.stages.layout import MemorySegment
 from membrane.text.keyframes import keyframe
@@ -23,6 +24,7 @@ from membrane.tokenizers import TiktokenAdapter, TokenCounter
 __all__ = [
     "MAX_PROCEDURAL_KEPT",
     "FitChoice",
+    "FitRules",
     "MiddleItem",
     "Offer",
     "OfferRanking",
@@ -38,77 +40,12 @@ __all__ = [
     "thin_lines",
 ]
 
-MAX_PROCEDURAL_KEPT = 3
 FUSION_K = 60
 # A question that names an item (its rare words) pins it; the scores are summed IDF weights,
 # so PIN_MIN_SCORE asks for about one rare word shared with a question sentence.
 PIN_LIMIT = 2
 PIN_RELATIVE = 0.6
 PIN_MIN_SCORE = 3.0
-FitChoice = Literal["full", "thin", "drop"]
-
-
-@dataclass(frozen=True, slots=True)
-class MiddleItem:
-    """One trimmable item: its tier, rank within the offer (0 = best) and its two sizes.
-
-    A ``pinned`` item (one the current question names) is placed before every tier.
-    """
-
-    tier: int
-    rank: int
-    full_tokens: int
-    thin_tokens: int | None = None
-    pinned: bool = False
-
-
-def fit_middle(
-    items: Sequence[MiddleItem],
-    room: int,
-    *,
-    thin_before_drop: bool = True,
-    separator_tokens: int = 1,
-    max_procedural: int = MAX_PROCEDURAL_KEPT,
-) -> list[FitChoice]:
-    """Choose, for each item, to send it whole, thinned to its keyframe, or not at all.
-
-    Items are taken in priority order: pinned first, then by tier, then by rank. Each is
-    placed at its smallest size (its keyframe, with ``thin_before_drop``) when that still
-    fits; then full texts come back in the same order while room lasts. An item is left out
-    only when it does not fit beside everything ranked above it. The chosen sizes (plus
-    ``separator_tokens`` per sent item) never exceed ``room``.
-    """
-    best_first = sorted(
-        range(len(items)), key=lambda i: (not items[i].pinned, items[i].tier, items[i].rank)
-    )
-    choice: list[FitChoice] = ["drop"] * len(items)
-    procedural = [i for i in best_first if items[i].tier == TIER_PROCEDURAL]
-    capped = set(procedural[max_procedural:])
-    candidates = [i for i in best_first if i not in capped]
-
-    def size(i: int, c: FitChoice) -> int:
-        tokens = items[i].full_tokens if c == "full" else items[i].thin_tokens
-        return (tokens or 0) + separator_tokens
-
-    if sum(size(i, "full") for i in candidates) <= room:
-        for i in candidates:
-            choice[i] = "full"
-        return choice
-    used = 0
-    for i in candidates:
-        smallest: FitChoice = (
-            "thin" if thin_before_drop and items[i].thin_tokens is not None else "full"
-        )
-        if used + size(i, smallest) <= room:
-            choice[i] = smallest
-            used += size(i, smallest)
-    for i in candidates:
-        if choice[i] == "thin":
-            extra = size(i, "full") - size(i, "thin")
-            if used + extra <= room:
-                choice[i] = "full"
-                used += extra
-    return choice
 
 
 class PreFlightContextFirewall:
@@ -185,7 +122,7 @@ def drop_until_fits(
     render: Callable[[list[int]], str],
     count: Callable[[str], int],
     limit: int,
-    worst: Callable[[int], tuple[int, int]],
+    worst: Callable[[int], tuple[int, ...]],
 ) -> tuple[str, int, list[int]]:
     """Render ``kept`` and drop its ``worst`` item until the text counts at most ``limit``.
 
@@ -223,8 +160,10 @@ def fit_system_message(
     full = [count(line) for line in lines]
     items = [MiddleItem(tier, i, full[i]) for i, tier in enumerate(offer.tiers())]
     room = limit - count(core) - count(end_text) - 4
-    choice = fit_middle(items, room, thin_before_drop=False)
+    rules = offer.rules.with_budget(limit) if offer.rules is not None else None
+    choice = fit_middle(items, room, thin_before_drop=False, rules=rules)
     ordered = sorted(range(len(lines)), key=lambda i: (items[i].tier, i))
+    worst = rules.shed_order(items) if rules is not None else lambda i: (items[i].tier, i)
 
     def render(ids: list[int]) -> str:
         middle = "\n".join(lines[i] for i in ids)
@@ -235,7 +174,7 @@ def fit_system_message(
         render,
         count,
         limit,
-        lambda i: (items[i].tier, i),
+        worst,
     )
     middle = "\n".join(lines[i] for i in kept)
     return SystemMessage(text, tokens, middle, kept, full, choice)
@@ -261,6 +200,8 @@ class Offer:
     memories_truncated: int = 0
     # Segments whose [Mem:N] may appear in the output (after compression, the originals).
     citable: list[MemorySegment] = field(default_factory=list)
+    # A profile's rules for the fit (None: the default fit).
+    rules: FitRules | None = None
     # Read many times per compile: built once (segments and extras are not changed later).
     _texts: list[str] = field(init=False, repr=False)
     _lines: list[str] = field(init=False, repr=False)
@@ -383,16 +324,21 @@ def fit_offer(
     count: Callable[[str], int],
     thinned: Callable[[], list[str | None]],
     thin_before_drop: bool,
+    rules: FitRules | None = None,
 ) -> tuple[Tail, list[FitChoice]]:
     """Fit the offer into ``room`` tokens; kept lines come out in tier order, then input order.
 
-    ``thinned`` is called only when the full texts do not all fit.
+    ``thinned`` is called only when the full texts may not all go (they do not fit, or
+    ``rules`` bound the room plain items take).
     """
     lines = offer.lines()
     full = [count(line) for line in lines]
     tiers = offer.tiers()
     fits = sum(full) + len(lines) <= room
-    if fits and tiers.count(TIER_PROCEDURAL) <= MAX_PROCEDURAL_KEPT:
+    if rules is not None and rules.share_room is not None:
+        fits = fits and sum(full) + len(lines) <= rules.share_room
+    simple = rules is None or not rules.may_trim
+    if fits and simple and tiers.count(TIER_PROCEDURAL) <= MAX_PROCEDURAL_KEPT:
         # Everything goes in whole: no sizes to weigh, only the tier order to keep.
         tail = Tail(end_text)
         tail.sources = sorted(range(len(lines)), key=lambda i: (tiers[i], i))
@@ -411,9 +357,9 @@ def fit_offer(
         )
         for i, tier in enumerate(offer.tiers())
     ]
-    choice = fit_middle(items, room, thin_before_drop=thin_before_drop)
+    choice = fit_middle(items, room, thin_before_drop=thin_before_drop, rules=rules)
     tail = Tail(end_text)
-    for i in sorted(range(len(lines)), key=lambda i: (items[i].tier, i)):
+    for i in sorted(range(len(lines)), key=lambda i: (tiers[i], i)):
         if choice[i] == "drop":
             continue
         chosen = lines[i] if choice[i] == "full" else thin[i]

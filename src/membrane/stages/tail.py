@@ -96,6 +96,9 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
             min_score=PIN_MIN_SCORE,
         )
     reserved = header + sum(p.tokens for p in anchor) if anchor else 0
+    rules = turn.offer.rules
+    if rules is not None:
+        rules = rules.with_budget(turn.budget_counted)
     ranking, stats = _rank(turn, window.tracker, memory_tokens, room - reserved, settings)
     tail, choice = fit_offer(
         turn.offer,
@@ -105,6 +108,7 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
         count=count,
         thinned=lambda: thin_lines(turn.offer, stats, count, settings.keyframe_tokens),
         thin_before_drop=settings.thin_before_drop,
+        rules=rules,
     )
     if tracker is not None:
         used = sum(count(line) + 1 for line in tail.lines)
@@ -121,8 +125,10 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
             )
             or anchor
         )
-    priority = [
+    priority: list[tuple[int, ...]] = [
         (int(i not in ranking.pinned), tier, ranking.ranks[i])
+        if rules is None
+        else rules.priority(i, tier, i in ranking.pinned, ranking.ranks[i])
         for i, tier in enumerate(turn.offer.tiers())
     ]
     text, tokens = shed_to_fit(
@@ -143,7 +149,10 @@ def _rank(
     # Ranking and keyframes only decide what goes; when everything fits and no procedure
     # is over its cap, none is needed.
     procedures = sum(1 for tier in turn.offer.tiers() if tier == TIER_PROCEDURAL)
-    trimming = memory_tokens > room or procedures > MAX_PROCEDURAL_KEPT
+    # A profile's rules (caps, a memory share) may trim what would fit.
+    trimming = (
+        memory_tokens > room or procedures > MAX_PROCEDURAL_KEPT or turn.offer.rules is not None
+    )
     stats = CombinedStats(tracker.stats if tracker else None, TermStats(texts if trimming else ()))
     semantic = None
     if trimming and turn.semantic is not None and settings.rank_fusion and len(texts) > 1:
