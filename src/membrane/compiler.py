@@ -7,6 +7,7 @@ report, save the state. The algorithms live in ``membrane.stages``; this module 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -17,11 +18,12 @@ from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, tool_call_ids, validate_messages
 from membrane.prompt_text import mem_numbers
 from membrane.render import Rendered, render_end, render_system
-from membrane.report import CompileMetrics, CompileReport, Region
+from membrane.report import CompileMetrics, CompileReport, Region, note_preflight_cache
+from membrane.records import TextCapSetting, check_text_cap, text_caps
 from membrane.result import CompileResult, CostQuote
 from membrane.session import LRUCache, Session, load_calibration, scale_key
 from membrane.stages.layout import ContextLayoutEngine
-from membrane.stages.preflight import SyncCompressor, check_compressed
+from membrane.stages.preflight import PreflightCache, SyncCompressor, summarise_middle
 from membrane.stages.tail import TailSettings, fit_tail
 from membrane.stages.window import WindowPlanner, WindowSettings
 from membrane.state import InMemoryStateStore, StateStore
@@ -97,8 +99,10 @@ class ContextCompiler:
         tokenizer_registry: TokenizerRegistry | None = None,
         state_store: StateStore | None = None,
         token_counter: TokenCounter | None = None,
+        memory_text_max_chars: TextCapSetting = None,
     ) -> None:
         check_positive_int("max_tokens", max_tokens)
+        check_text_cap(memory_text_max_chars)
         check_placement(memory_placement)
         check_fraction("history_share", history_share, allow_zero=False)
         check_fraction("index_share", index_share, allow_zero=True)
@@ -124,6 +128,7 @@ class ContextCompiler:
         self.metrics_callback = metrics_callback
         self.preflight_analyst_model = preflight_analyst_model or config.preflight_analyst_model()
         self.tokenizer_registry = tokenizer_registry
+        self.memory_text_max_chars = memory_text_max_chars
         self.state_store: StateStore = (
             state_store if state_store is not None else InMemoryStateStore()
         )
@@ -202,13 +207,17 @@ class ContextCompiler:
         *,
         compress_async: AsyncCompressor | PreFlightAnalyst | None = None,
         compress_fn: AsyncCompressor | None = None,
+        redis_client: Any = None,
         **kwargs: Any,
     ) -> CompileResult:
         """Like :meth:`compile`, with an async pre-flight compressor.
 
         The compressor runs only when the memories on offer exceed
-        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them.
+        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. With a
+        ``redis.asyncio`` ``redis_client`` and a ``conversation_id``, summaries are cached in
+        Redis (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
         """
+        cache = PreflightCache.for_call(redis_client, kwargs.get("conversation_id"))
         analyst = compress_async if compress_async is not None else compress_fn
         if analyst is None:
             return self.compile(memories, user_message, **kwargs)
@@ -219,18 +228,18 @@ class ContextCompiler:
             kwargs.get("profile"),
             "",
             kwargs.get("middle_extras"),
+            text_caps(self.memory_text_max_chars),
         )
         raw = "\n".join(offer.lines())
         if count(raw) <= config.preflight_token_threshold():
             return self.compile(memories, user_message, **kwargs)
         target = config.preflight_target_tokens()
-        if hasattr(analyst, "compress_retrieved_memory"):
-            summary = await analyst.compress_retrieved_memory(raw, target, user_message)
-        else:
-            summary = await analyst(raw, target, user_message)
-        done = check_compressed(summary)
+        done, outcome = await summarise_middle(analyst, raw, target, user_message, cache)
         kwargs.pop("compress_sync", None)
-        return self.compile(memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs)
+        result = self.compile(memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs)
+        if outcome is None:
+            return result
+        return dataclasses.replace(result, metadata=note_preflight_cache(result.metadata, outcome))
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
@@ -296,7 +305,10 @@ class ContextCompiler:
             raise InvalidInputError("user_message must be a string", field="user_message")
         conversation = conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION
         history = self._validate_history(conversation_messages, conversation)
-        offer = normalise_offer(memories, tier_by_memory_id, profile, user_message, middle_extras)
+        caps = text_caps(self.memory_text_max_chars)
+        offer = normalise_offer(
+            memories, tier_by_memory_id, profile, user_message, middle_extras, caps
+        )
         layout = ContextLayoutEngine(
             self.core_content,
             agent_persona_prompt=agent_persona_prompt,

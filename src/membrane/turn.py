@@ -16,7 +16,7 @@ from membrane import config
 from membrane.capabilities import ModelCapabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message
-from membrane.records import MEMORY_KINDS, MemoryItem, memory_tier, text_caps
+from membrane.records import MEMORY_KINDS, MemoryItem, memory_text, memory_tier, text_caps
 from membrane.stages.firewall import Offer
 from membrane.stages.layout import ContextLayoutEngine, render_memories
 from membrane.stages.preflight import SyncCompressor, check_compressed
@@ -103,11 +103,15 @@ def normalise_offer(
     profile: MembraneProfile | None,
     user_message: str,
     middle_extras: Sequence[tuple[str, int]] | None,
+    caps: Mapping[str, int | None] | None = None,
 ) -> Offer:
-    """The memories (numbered in input order) and extras on offer this turn."""
+    """The memories (numbered in input order) and extras on offer this turn.
+
+    ``caps`` are the per-kind text caps (:func:`~membrane.records.text_caps` when None).
+    """
     triples = memory_pairs(memories, tier_by_memory_id, profile, user_message)
     segments = []
-    caps = text_caps()
+    caps = caps if caps is not None else text_caps()
     for number, memory, tier in triples:
         segments.extend(render_memories([(memory, tier)], start_number=number, caps=caps))
     truncated = sum(1 for s in segments if s.truncated)
@@ -179,8 +183,10 @@ def _check_record(i: int, memory: object) -> None:
         raise InvalidInputError(
             f"{where} has no id; an id maps its citations back to your record", field=where
         )
-    if not isinstance(getattr(memory, "content", None), str):
-        raise InvalidInputError(f"{where} has no text content (a `content` string)", field=where)
+    try:
+        memory_text(memory)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{where}: {exc}", field=where) from None
 
 
 # ---------------------------------------------------------------------- argument checks

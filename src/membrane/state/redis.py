@@ -7,7 +7,6 @@ conversation whose turns land on different workers keeps emitting the same prefi
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from membrane import config
@@ -79,7 +78,7 @@ class RedisStateStore:
 
 
 def _ref_map_key(conversation_id: str) -> str:
-    return os.environ.get("MEMBRANE_REF_MAP_PREFIX", "membrane:ref_map:") + conversation_id
+    return config.ref_map_prefix() + conversation_id
 
 
 def set_ref_map_for_conversation(
@@ -91,7 +90,7 @@ def set_ref_map_for_conversation(
 ) -> None:
     """Save a turn's ``ref_map`` so a later request can resolve the model's citations."""
     client = client if client is not None else _client_from_url(None)
-    ttl = ttl_seconds or int(os.environ.get("MEMBRANE_REF_MAP_TTL_SECONDS", "600"))
+    ttl = ttl_seconds or config.ref_map_ttl_seconds()
     raw = json.dumps({str(k): v for k, v in ref_map.items()}, sort_keys=True)
     try:
         client.set(_ref_map_key(conversation_id), raw, ex=ttl)
