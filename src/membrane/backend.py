@@ -231,7 +231,7 @@ async def compile_prompt_async(
     history = split_history(messages_list, user_msg)
     ctor = {k: options.pop(k) for k in list(options) if k in _CONSTRUCTOR_OPTIONS}
     ctor.update(state_store=state_store, embedder=embedder)
-    compiler = (pool or default_pool()).get(max_tokens, model_id, core_content, **ctor)
+    compiler = (pool if pool is not None else default_pool()).get(max_tokens, model_id, core_content, **ctor)
     result = await compiler.compile_async(
         memories,
         user_msg,
