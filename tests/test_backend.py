@@ -16,7 +16,6 @@ import pytest
 
 import membrane.compiler
 from membrane import (
-    TIER_EPISODIC,
     TIER_PROCEDURAL,
     TIER_SEMANTIC,
     CompilerPool,
@@ -31,7 +30,7 @@ from membrane.backend import default_pool, split_history
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 # The seed's "Async usage" example, verbatim.
-SEED_EXAMPLE = '''
+SEED_EXAMPLE = """
 import asyncio
 
 from membrane import TIER_EPISODIC, TIER_SEMANTIC, MemoryItem, compile_prompt_async
@@ -58,7 +57,7 @@ async def main() -> None:
 
 
 asyncio.run(main())
-'''
+"""  # noqa: E501
 
 
 def test_the_seed_example_runs_verbatim_and_prints_the_ref_map(
@@ -71,7 +70,9 @@ def test_the_seed_example_runs_verbatim_and_prints_the_ref_map(
 def _chat(turns: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i in range(turns):
-        out.append({"role": "user", "content": f"Question {i} about the export job and its memory limit."})
+        out.append(
+            {"role": "user", "content": f"Question {i} about the export job and its memory limit."}
+        )
         out.append(
             {
                 "role": "assistant",
@@ -117,8 +118,11 @@ async def test_two_turns_share_the_prefix_bytes_and_the_second_does_not_replay(
         retrieved_objects=MEMORIES,
         pool=pool,
     )
-    grown = [*chat, {"role": "user", "content": "What batch size do we use now?"},
-             {"role": "assistant", "content": "Batches of 1900 rows."}]
+    grown = [
+        *chat,
+        {"role": "user", "content": "What batch size do we use now?"},
+        {"role": "assistant", "content": "Batches of 1900 rows."},
+    ]
     second = await compile_prompt_async(
         "And how many batches stay in memory?",
         grown,
@@ -156,9 +160,7 @@ async def test_a_trailing_copy_of_the_current_turn_is_not_history() -> None:
     ]
     assert split_history(chat, "Which region?") == chat[:2]
     assert split_history(chat, "Something else") == chat
-    result = await compile_prompt_async(
-        "Which region?", chat, max_tokens=4096, pool=CompilerPool()
-    )
+    result = await compile_prompt_async("Which region?", chat, max_tokens=4096, pool=CompilerPool())
     assert [m["role"] for m in result.messages] == ["system", "user", "assistant", "user"]
     assert str(result.messages[-1]["content"]).count("Which region?") == 1
 
@@ -228,7 +230,9 @@ def test_no_pool_exists_until_first_use() -> None:
         "import membrane.backend as b; assert b._default_pool is None; "
         "p = b.default_pool(); assert b.default_pool() is p"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(SRC)})
+    subprocess.run(
+        [sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(SRC)}
+    )
     assert default_pool() is default_pool()
 
 
@@ -245,7 +249,9 @@ async def test_topic_shift_only_with_an_embedder_and_metadata_says_why_not() -> 
         {"role": "assistant", "content": "By name."},
     ]
     pool = CompilerPool()
-    plain = await compile_prompt_async("Deploy to a Kubernetes cluster?", chat, max_tokens=4096, pool=pool)
+    plain = await compile_prompt_async(
+        "Deploy to a Kubernetes cluster?", chat, max_tokens=4096, pool=pool
+    )
     assert plain.metadata["topic_shift"] is None
     assert "no embedder" in plain.metadata["topic_shift_reason"]
 
@@ -266,7 +272,9 @@ async def test_topic_shift_only_with_an_embedder_and_metadata_says_why_not() -> 
     def broken(texts: list[str]) -> list[list[float]]:
         raise RuntimeError("model offline")
 
-    failed = await compile_prompt_async("Deploy?", chat, max_tokens=4096, embedder=broken, pool=pool)
+    failed = await compile_prompt_async(
+        "Deploy?", chat, max_tokens=4096, embedder=broken, pool=pool
+    )
     assert failed.metadata["topic_shift"] is None
     assert "model offline" in failed.metadata["topic_shift_reason"]
 
@@ -312,8 +320,13 @@ async def test_user_id_scopes_the_conversation_state() -> None:
     pool = CompilerPool()
     for user in ("u1", "u2"):
         await compile_prompt_async(
-            "Next?", _chat(20), user_id=user, conversation_id="shared", max_tokens=1500,
-            state_store=store, pool=pool,
+            "Next?",
+            _chat(20),
+            user_id=user,
+            conversation_id="shared",
+            max_tokens=1500,
+            state_store=store,
+            pool=pool,
         )
     assert {"membrane:conversation:u1/shared", "membrane:conversation:u2/shared"} <= set(
         store._data

@@ -178,14 +178,26 @@ def test_a_record_without_any_text_says_what_is_missing() -> None:
 @pytest.mark.parametrize(
     ("record", "text"),
     [
-        (SimpleNamespace(id="f", memory_kind="semantic", subject="Ada", predicate="likes",
-                         object="tea"), "Ada likes: tea"),
-        (SimpleNamespace(id="e", memory_kind="episodic", summary="Met Bo.",
-                         occurred_at="2026-05-01"), "(2026-05-01) Met Bo."),
-        (SimpleNamespace(id="p", memory_kind="procedural", instruction="Run it.", name="deploy"),
-         "deploy: Run it."),
-        (SimpleNamespace(id="c", memory_kind="episodic", content="Given.", summary="Ignored."),
-         "Given."),
+        (
+            SimpleNamespace(
+                id="f", memory_kind="semantic", subject="Ada", predicate="likes", object="tea"
+            ),
+            "Ada likes: tea",
+        ),
+        (
+            SimpleNamespace(
+                id="e", memory_kind="episodic", summary="Met Bo.", occurred_at="2026-05-01"
+            ),
+            "(2026-05-01) Met Bo.",
+        ),
+        (
+            SimpleNamespace(id="p", memory_kind="procedural", instruction="Run it.", name="deploy"),
+            "deploy: Run it.",
+        ),
+        (
+            SimpleNamespace(id="c", memory_kind="episodic", content="Given.", summary="Ignored."),
+            "Given.",
+        ),
     ],
 )
 def test_a_protocol_record_is_rendered_from_its_schema_fields(record: object, text: str) -> None:

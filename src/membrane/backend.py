@@ -25,9 +25,8 @@ from membrane.errors import InvalidInputError
 from membrane.lod import explain_attention_shift
 from membrane.messages import message_text
 from membrane.report import note_topic_shift
-from membrane.state.async_redis import async_client_from_url, check_async_client, save_ref_map
-
 from membrane.result import CompileResult
+from membrane.state.async_redis import async_client_from_url, check_async_client, save_ref_map
 
 if TYPE_CHECKING:
     from membrane.messages import Message
@@ -135,18 +134,15 @@ def split_history(messages_list: Sequence[Message] | None, user_msg: str) -> lis
     (a backend's list often ends with the turn being answered) is the current turn, not history.
     """
     history = list(messages_list or [])
-    if history:
-        last = history[-1]
-        if isinstance(last, Mapping) and last.get("role") == "user":
-            if message_text(last).strip() == user_msg.strip():
-                history.pop()
+    last = history[-1] if history else None
+    is_user = isinstance(last, Mapping) and last.get("role") == "user"
+    if is_user and message_text(last).strip() == user_msg.strip():  # type: ignore[arg-type]
+        history.pop()
     return history
 
 
 def _recent_user_texts(history: Sequence[Message]) -> list[str]:
-    texts = [
-        message_text(m) for m in history if isinstance(m, Mapping) and m.get("role") == "user"
-    ]
+    texts = [message_text(m) for m in history if isinstance(m, Mapping) and m.get("role") == "user"]
     return texts[-RECENT_USER_MESSAGES:]
 
 
@@ -162,7 +158,9 @@ def _check_ids(user_id: object, conversation_id: object) -> None:
             raise InvalidInputError(f"{name} must be a non-empty string", field=name)
 
 
-def _pairs(retrieved_objects: Sequence[tuple[object, int]] | None) -> tuple[list[object], dict[int, int]]:
+def _pairs(
+    retrieved_objects: Sequence[tuple[object, int]] | None,
+) -> tuple[list[object], dict[int, int]]:
     memories: list[object] = []
     tiers: dict[int, int] = {}
     for index, pair in enumerate(retrieved_objects or ()):
@@ -231,7 +229,9 @@ async def compile_prompt_async(
     history = split_history(messages_list, user_msg)
     ctor = {k: options.pop(k) for k in list(options) if k in _CONSTRUCTOR_OPTIONS}
     ctor.update(state_store=state_store, embedder=embedder)
-    compiler = (pool if pool is not None else default_pool()).get(max_tokens, model_id, core_content, **ctor)
+    compiler = (pool if pool is not None else default_pool()).get(
+        max_tokens, model_id, core_content, **ctor
+    )
     result = await compiler.compile_async(
         memories,
         user_msg,
@@ -243,7 +243,9 @@ async def compile_prompt_async(
         **options,
     )
     shifted, reason = explain_attention_shift(_recent_user_texts(history), user_msg, None, embedder)
-    result = dataclasses.replace(result, metadata=note_topic_shift(result.metadata, shifted, reason))
+    result = dataclasses.replace(
+        result, metadata=note_topic_shift(result.metadata, shifted, reason)
+    )
     if persist_ref_map_to_redis and conversation_id is not None:
         await _persist_ref_map(conversation_id, result.ref_map, redis_client)
     return result

@@ -17,9 +17,9 @@ from membrane.capabilities import get_model_capabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, tool_call_ids, validate_messages
 from membrane.prompt_text import mem_numbers
+from membrane.records import TextCapSetting, check_text_cap, text_caps
 from membrane.render import Rendered, render_end, render_system
 from membrane.report import CompileMetrics, CompileReport, Region, note_preflight_cache
-from membrane.records import TextCapSetting, check_text_cap, text_caps
 from membrane.result import CompileResult, CostQuote
 from membrane.session import LRUCache, Session, load_calibration, scale_key
 from membrane.stages.layout import ContextLayoutEngine
@@ -236,7 +236,9 @@ class ContextCompiler:
         target = config.preflight_target_tokens()
         done, outcome = await summarise_middle(analyst, raw, target, user_message, cache)
         kwargs.pop("compress_sync", None)
-        result = self.compile(memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs)
+        result = self.compile(
+            memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs
+        )
         if outcome is None:
             return result
         return dataclasses.replace(result, metadata=note_preflight_cache(result.metadata, outcome))

@@ -402,7 +402,9 @@ def compute_attention_shift(
     messages, or when the embedder raises or returns the wrong number of vectors, the answer is
     False.
     """
-    return bool(explain_attention_shift(recent_user_messages, current_message, threshold, embedder)[0])
+    return bool(
+        explain_attention_shift(recent_user_messages, current_message, threshold, embedder)[0]
+    )
 
 
 def explain_attention_shift(

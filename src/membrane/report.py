@@ -273,7 +273,9 @@ def note_preflight_cache(md: Mapping[str, Any], outcome: str) -> dict[str, Any]:
     return {**md, "preflight_cache": outcome}
 
 
-def note_topic_shift(md: Mapping[str, Any], shifted: bool | None, reason: str | None) -> dict[str, Any]:
+def note_topic_shift(
+    md: Mapping[str, Any], shifted: bool | None, reason: str | None
+) -> dict[str, Any]:
     """``md`` with the topic-shift verdict; ``shifted`` is None when none was computed, and
     ``reason`` then says why."""
     noted: dict[str, Any] = {**md, "topic_shift": shifted}

@@ -56,7 +56,8 @@ class _FunctionAnalyst:
 
 def as_preflight_analyst(fn: AsyncCompressor) -> PreFlightAnalyst:
     """Wrap an async compressor function as a :class:`PreFlightAnalyst`."""
-    if not inspect.iscoroutinefunction(fn):
+    call = getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__ counts
+    if not (inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)):
         raise TypeError("as_preflight_analyst needs an async function (raw, target, question)")
     return _FunctionAnalyst(fn)
 

@@ -51,7 +51,9 @@ def async_client_from_url(url: str | None = None) -> Any:
     try:
         import redis.asyncio
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError('Redis persistence needs the redis package: pip install ".[redis]"') from exc
+        raise ImportError(
+            'Redis persistence needs the redis package: pip install ".[redis]"'
+        ) from exc
     url = url or config.redis_url()
     if not url:
         raise StoreUnavailable(
