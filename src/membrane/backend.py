@@ -27,6 +27,7 @@ from membrane.messages import message_text
 from membrane.report import note_topic_shift
 from membrane.result import CompileResult
 from membrane.state.async_redis import async_client_from_url, check_async_client, save_ref_map
+from membrane.stress import record_recent_stress
 
 if TYPE_CHECKING:
     from membrane.messages import Message
@@ -191,6 +192,7 @@ async def compile_prompt_async(
     core_content: str = "",
     retrieved_objects: Sequence[tuple[object, int]] | None = None,
     persist_ref_map_to_redis: bool = False,
+    record_stress: bool = False,
     redis_client: Any = None,
     state_store: StateStore | None = None,
     embedder: Embedder | None = None,
@@ -211,20 +213,23 @@ async def compile_prompt_async(
     ``persist_ref_map_to_redis=True`` saves the ref map under ``MEMBRANE_REF_MAP_PREFIX`` +
     ``conversation_id`` for ``MEMBRANE_REF_MAP_TTL_SECONDS`` through ``redis_client`` (a
     ``redis.asyncio`` client), or a client made for ``MEMBRANE_REDIS_URL`` and closed after.
-    ``redis_client`` also caches pre-flight summaries of ``compress_async``.
+    ``redis_client`` also caches pre-flight summaries of ``compress_async``, and with
+    ``record_stress=True`` keeps the turn's recent-stress record (:mod:`membrane.stress`).
 
     With an ``embedder``, ``metadata["topic_shift"]`` says whether ``user_msg`` leaves the topic
     of the last user messages; otherwise it is None and ``metadata["topic_shift_reason"]`` says
     why. Nothing is embedded or downloaded without an embedder.
     """
     _check_ids(user_id, conversation_id)
-    if persist_ref_map_to_redis and conversation_id is None:
+    if (persist_ref_map_to_redis or record_stress) and conversation_id is None:
         raise InvalidInputError(
-            "persist_ref_map_to_redis needs a conversation_id to key the ref map",
+            "persist_ref_map_to_redis and record_stress need a conversation_id to key Redis",
             field="conversation_id",
         )
     if redis_client is not None:
         check_async_client(redis_client)
+    elif record_stress:
+        raise InvalidInputError("record_stress needs a redis_client", field="redis_client")
     memories, tiers = _pairs(retrieved_objects)
     history = split_history(messages_list, user_msg)
     ctor = {k: options.pop(k) for k in list(options) if k in _CONSTRUCTOR_OPTIONS}
@@ -248,6 +253,8 @@ async def compile_prompt_async(
     )
     if persist_ref_map_to_redis and conversation_id is not None:
         await _persist_ref_map(conversation_id, result.ref_map, redis_client)
+    if record_stress and conversation_id is not None:
+        await record_recent_stress(conversation_id, result.metadata, redis_client)
     return result
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "LAST_REPLY_HEADER",
     "MEM_TAG_PATTERN",
     "MEM_TAG_PREFIX",
+    "PREFLIGHT_INSTRUCTION",
     "RECALL_HEADER",
     "THIN_MARK",
     "format_directives",
@@ -32,6 +33,13 @@ __all__ = [
 ]
 
 CURRENT_MESSAGE_HEADER = "--- Current user message ---"
+#: What a bundled pre-flight compressor asks its model (``{target}`` is filled in).
+PREFLIGHT_INSTRUCTION = (
+    "Shorten the retrieved memory below to at most {target} tokens for answering the user's "
+    "question. Keep every fact the question may need, word for word where you can, and keep "
+    "the [Mem:N] tag in front of each fact you keep. Drop the rest. Reply with the shortened "
+    "memory only."
+)
 LAST_REPLY_HEADER = "--- Your previous reply ---"
 INDEX_HEADER = (
     "Older messages of this conversation are no longer shown in full. "

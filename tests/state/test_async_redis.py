@@ -175,3 +175,36 @@ async def test_persisting_to_an_unreachable_server_raises(monkeypatch: pytest.Mo
             "Q", [], conversation_id="c", max_tokens=4096, persist_ref_map_to_redis=True
         )
     assert info.value.store == "redis"
+
+
+async def test_a_recent_stress_record_per_conversation(
+    aredis: Any, redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from membrane.stress import recent_stress
+
+    monkeypatch.setenv("MEMBRANE_STRESS_KEY_PREFIX", "st:")
+    monkeypatch.setenv("STRESS_RECENT_TTL_SECONDS", "30")
+    assert await recent_stress("c1", aredis) is None
+    result = await compile_prompt_async(
+        "Which note?",
+        [],
+        conversation_id="c1",
+        max_tokens=600,
+        retrieved_objects=[(m, 2) for m in NOTES] * 3,
+        record_stress=True,
+        redis_client=aredis,
+        pool=CompilerPool(),
+    )
+    record = await recent_stress("c1", aredis)
+    assert record is not None
+    assert record["tokens_budget"] == 600
+    assert record["memories_dropped"] == (
+        result.metadata["segments_offered"] - result.metadata["segments_kept"]
+    )
+    assert record["load"]["available"] is True
+    assert redis_client.keys("*") == [b"st:c1"]
+    assert 0 < redis_client.ttl("st:c1") <= 30
+    with pytest.raises(ValueError, match="redis_client"):
+        await compile_prompt_async(
+            "Q", [], conversation_id="c1", max_tokens=600, record_stress=True
+        )
