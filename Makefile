@@ -61,8 +61,8 @@ demo: $(CORE_STAMP)
 	$(BIN)/python -m membrane.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples scripts
+	$(BIN)/ruff format --check src tests benchmarks examples scripts
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
