@@ -71,9 +71,9 @@ def load_history(path: str) -> list[Message]:
 
 
 def _version() -> str:
-    from membrane import __version__
+    import membrane
 
-    return __version__
+    return membrane.__version__
 
 
 def _positive_int(text: str) -> int:
