@@ -11,8 +11,10 @@ CORE_STAMP := $(VENV)/.installed-core
 EXTRAS := dev,bench,langchain,llamaindex,haystack,mcp,llm-openai,llm-anthropic,lod,embed,redis,stress,pydantic,tokenizers
 CREWAI_VENV := .venv-crewai
 CREWAI_STAMP := $(CREWAI_VENV)/.installed
-# test_models.py runs here too: CrewAI's pydantic (<2.13) is the oldest the pydantic extra allows.
-CREWAI_TESTS := tests/adapters/crewai tests/adapters/test_mcp_server.py tests/adapters/test_lazy_imports.py tests/test_models.py
+# test_models.py runs here too (CrewAI's pydantic <2.13 is the oldest the pydantic extra allows), and
+# test_docs_examples.py runs the CrewAI example of docs/adapters.md.
+CREWAI_TESTS := tests/adapters/crewai tests/adapters/test_mcp_server.py tests/adapters/test_lazy_imports.py \
+	tests/test_models.py tests/test_docs_examples.py
 
 # The published longform-memory package, the oracle of the differential tests and a peer of the
 # longform benchmark. It installs a top-level `longform_memory` like ours, so it gets a venv of

@@ -331,3 +331,18 @@ async def test_user_id_scopes_the_conversation_state() -> None:
     assert {"membrane:conversation:u1/shared", "membrane:conversation:u2/shared"} <= set(
         store._data
     )
+
+
+def test_options_given_as_fresh_dicts_find_the_same_compiler() -> None:
+    pool = CompilerPool()
+    a = pool.get(2048, None, "", memory_text_max_chars={"semantic": 1500})
+    b = pool.get(2048, None, "", memory_text_max_chars={"semantic": 1500})
+    c = pool.get(2048, None, "", memory_text_max_chars={"semantic": 1000})
+    assert a is b and a is not c
+
+
+def test_the_same_embedder_object_shares_a_compiler_and_another_does_not() -> None:
+    pool = CompilerPool()
+    a = pool.get(2048, None, "", embedder=_words)
+    assert pool.get(2048, None, "", embedder=_words) is a
+    assert pool.get(2048, None, "", embedder=lambda texts: _words(texts)) is not a

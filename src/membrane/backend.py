@@ -49,8 +49,14 @@ _CONSTRUCTOR_OPTIONS = frozenset(inspect.signature(ContextCompiler.__init__).par
 
 
 def _option_key(value: object) -> Hashable:
-    # Stores, embedders and callbacks are told apart by identity; the pool keeps them alive
-    # (each compiler holds its own), so an id is never reused while its entry exists.
+    # Plain values (numbers, strings, dicts and lists of them) are compared by value, so a
+    # fresh `{"semantic": 1500}` on every call still finds its compiler. Stores, embedders and
+    # callbacks are told apart by identity; the pool keeps them alive (each compiler holds its
+    # own), so an id is never reused while its entry exists.
+    if isinstance(value, Mapping):
+        return ("map", tuple(sorted((str(k), _option_key(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return ("seq", tuple(_option_key(v) for v in value))
     try:
         hash(value)
     except TypeError:

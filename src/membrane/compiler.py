@@ -239,8 +239,6 @@ class ContextCompiler:
         result = self.compile(
             memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs
         )
-        if outcome is None:
-            return result
         return dataclasses.replace(result, metadata=note_preflight_cache(result.metadata, outcome))
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:

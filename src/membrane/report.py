@@ -268,9 +268,9 @@ class CompileReport:
         )
 
 
-def note_preflight_cache(md: Mapping[str, Any], outcome: str) -> dict[str, Any]:
-    """``md`` with what the pre-flight cache did (``hit``, ``miss``, ``unavailable``)."""
-    return {**md, "preflight_cache": outcome}
+def note_preflight_cache(md: Mapping[str, Any], outcome: str | None) -> dict[str, Any]:
+    """``md`` with what the pre-flight cache did (``hit``, ``miss``, ``unavailable``), if used."""
+    return {**md} if outcome is None else {**md, "preflight_cache": outcome}
 
 
 def note_topic_shift(
