@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -119,3 +120,25 @@ def test_version_flag(capsys: object) -> None:
     assert main(["--version"]) == 0
     for name in ("CONTRIBUTING.md", "SECURITY.md"):
         assert (ROOT / name).read_text(encoding="utf-8").startswith("# ")
+
+
+def test_history_file_dash_reads_standard_input() -> None:
+    history = '[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]'
+    argv = ["inspect", "--user-message", "Next?", "--history-file", "-", "--json"]
+    out = subprocess.run(
+        [sys.executable, "-m", "membrane.cli", *argv],
+        input=history,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    compiled = json.loads(out)["compiled_messages"]
+    assert [m["role"] for m in compiled] == ["system", "user", "assistant", "user"]
+    assert compiled[1:3] == json.loads(history)
+    bad = subprocess.run(
+        [sys.executable, "-m", "membrane.cli", *argv],
+        input="not json",
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "--history-file -: not valid UTF-8 JSON" in bad.stderr
