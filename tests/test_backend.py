@@ -328,9 +328,12 @@ async def test_user_id_scopes_the_conversation_state() -> None:
             state_store=store,
             pool=pool,
         )
-    assert {"membrane:conversation:u1/shared", "membrane:conversation:u2/shared"} <= set(
+    assert {"membrane:conversation:2:u1/shared", "membrane:conversation:2:u2/shared"} <= set(
         store._data
     )
+    with pytest.raises(InvalidInputError) as info:
+        await compile_prompt_async(None, [], max_tokens=4096)  # type: ignore[arg-type]
+    assert info.value.field == "user_msg"
 
 
 def test_options_given_as_fresh_dicts_find_the_same_compiler() -> None:

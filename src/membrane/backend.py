@@ -156,10 +156,13 @@ def _recent_user_texts(history: Sequence[Message]) -> list[str]:
 def _conversation_key(user_id: str | None, conversation_id: str | None) -> str | None:
     if conversation_id is None:
         return None
-    return conversation_id if user_id is None else f"{user_id}/{conversation_id}"
+    # The user id's length goes first, so ("a/b", "c") and ("a", "b/c") never share a key.
+    return conversation_id if user_id is None else f"{len(user_id)}:{user_id}/{conversation_id}"
 
 
-def _check_ids(user_id: object, conversation_id: object) -> None:
+def _check_ids(user_msg: object, user_id: object, conversation_id: object) -> None:
+    if not isinstance(user_msg, str):
+        raise InvalidInputError("user_msg must be a string", field="user_msg")
     for name, value in (("user_id", user_id), ("conversation_id", conversation_id)):
         if value is not None and (not isinstance(value, str) or not value):
             raise InvalidInputError(f"{name} must be a non-empty string", field=name)
@@ -213,7 +216,7 @@ async def compile_prompt_async(
     equal to ``user_msg`` is taken as the current turn). The compiler for this configuration
     (``max_tokens``, ``model_id``, ``core_content``, ``state_store``, ``embedder`` and any other
     :class:`ContextCompiler` option passed as a keyword) is made once and reused, and the turn is
-    compiled against the state of ``user_id`` / ``conversation_id``. Other keywords go to
+    compiled against the state of ``user_id`` + ``conversation_id``. Other keywords go to
     :meth:`ContextCompiler.compile_async`.
 
     ``persist_ref_map_to_redis=True`` saves the ref map under ``MEMBRANE_REF_MAP_PREFIX`` +
@@ -226,7 +229,7 @@ async def compile_prompt_async(
     of the last user messages; otherwise it is None and ``metadata["topic_shift_reason"]`` says
     why. Nothing is embedded or downloaded without an embedder.
     """
-    _check_ids(user_id, conversation_id)
+    _check_ids(user_msg, user_id, conversation_id)
     if (persist_ref_map_to_redis or record_stress) and conversation_id is None:
         raise InvalidInputError(
             "persist_ref_map_to_redis and record_stress need a conversation_id to key Redis",
