@@ -78,7 +78,8 @@ result = ContextCompiler(8192, "anthropic/claude-opus-5-5", "Rules.").compile(
     [MemoryItem(id="1", content="User is in Lagos.")], "What time zone am I in?")
 conversation_id = "conv-42"
 """,
-    "state.md": "from typing import Protocol\n" + _MEMORIES,
+    "state.md": "from typing import Protocol\nfrom membrane import InMemoryStateStore\n"
+    + _MEMORIES,
     "tokenizers.md": "",  # set up by the fixture below: it needs files on disk
 }
 
@@ -168,6 +169,7 @@ def test_the_examples_of_a_page_run(
         url = request.getfixturevalue("redis_url")
         real = redis.Redis.from_url
         monkeypatch.setattr(redis.Redis, "from_url", lambda _u, **kw: real(url, **kw))
+        namespace["url"] = url  # "the URL of your Redis"
     exec(GIVENS.get(page, ""), namespace)
     _run(page, [b for b in _blocks(page) if not _needs_crewai(b)], namespace)
     if page == "interrupt-protocol.md":

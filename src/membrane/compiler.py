@@ -7,9 +7,10 @@ report, save the state. The algorithms live in ``membrane.stages``; this module 
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from membrane import config
@@ -17,11 +18,19 @@ from membrane.capabilities import get_model_capabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, tool_call_ids, validate_messages
 from membrane.prompt_text import mem_numbers
-from membrane.records import TextCapSetting, check_text_cap, text_caps
+from membrane.records import TextCapSetting, check_text_cap
 from membrane.render import Rendered, render_end, render_system
 from membrane.report import CompileMetrics, CompileReport, Region, note_preflight_cache
 from membrane.result import CompileResult, CostQuote
-from membrane.session import LRUCache, Session, load_calibration, scale_key
+from membrane.session import (
+    LRUCache,
+    Session,
+    StoreNotes,
+    load_calibration,
+    run_off_loop,
+    scale_key,
+    write_state,
+)
 from membrane.stages.layout import ContextLayoutEngine
 from membrane.stages.preflight import PreflightCache, SyncCompressor, summarise_middle
 from membrane.stages.tail import TailSettings, fit_tail
@@ -38,6 +47,7 @@ from membrane.turn import (
     check_scale,
     compress_offer,
     normalise_offer,
+    oversized_middle,
 )
 
 if TYPE_CHECKING:
@@ -102,7 +112,6 @@ class ContextCompiler:
         memory_text_max_chars: TextCapSetting = None,
     ) -> None:
         check_positive_int("max_tokens", max_tokens)
-        check_text_cap(memory_text_max_chars)
         check_placement(memory_placement)
         check_fraction("history_share", history_share, allow_zero=False)
         check_fraction("index_share", index_share, allow_zero=True)
@@ -128,7 +137,7 @@ class ContextCompiler:
         self.metrics_callback = metrics_callback
         self.preflight_analyst_model = preflight_analyst_model or config.preflight_analyst_model()
         self.tokenizer_registry = tokenizer_registry
-        self.memory_text_max_chars = memory_text_max_chars
+        self._caps = check_text_cap(memory_text_max_chars)
         self.state_store: StateStore = (
             state_store if state_store is not None else InMemoryStateStore()
         )
@@ -172,9 +181,11 @@ class ContextCompiler:
             raise TypeError(
                 "compress_sync must be a function (raw_middle, target_tokens, question)"
             )
+        notes = StoreNotes()
         turn = self._normalise(
             memories,
             user_message,
+            notes=notes,
             conversation_messages=conversation_messages,
             last_assistant_turn=last_assistant_turn,
             agent_persona_prompt=agent_persona_prompt,
@@ -188,7 +199,7 @@ class ContextCompiler:
             compress_sync=compress_sync,
             debug=debug,
         )
-        session = Session(self.state_store, turn.conversation)
+        session = Session(self.state_store, turn.conversation, notes)
         semantic = self._semantic.call() if self._semantic is not None else None
         model, overhead = self.model_id, self.message_overhead_tokens
         if self.memory_placement == "system":
@@ -198,7 +209,7 @@ class ContextCompiler:
             tail = fit_tail(turn.tail_input(semantic), window, self._tail_settings())
             rendered = render_end(turn, window, tail, semantic, model_id=model, overhead=overhead)
         session.save()
-        return self._emit(rendered)
+        return self._emit(replace(rendered, report=notes.stamp(rendered.report)))
 
     async def compile_async(
         self,
@@ -213,33 +224,24 @@ class ContextCompiler:
         """Like :meth:`compile`, with an async pre-flight compressor.
 
         The compressor runs only when the memories on offer exceed
-        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. With a
+        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O
+        runs off the event loop (:func:`membrane.session.run_off_loop`). With a
         ``redis.asyncio`` ``redis_client`` and a ``conversation_id``, summaries are cached in
         Redis (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
         """
         cache = PreflightCache.for_call(redis_client, kwargs.get("conversation_id"))
         analyst = compress_async if compress_async is not None else compress_fn
-        if analyst is None:
-            return self.compile(memories, user_message, **kwargs)
         count = self._counter(kwargs.get("tokenizer_registry")).count
-        offer = normalise_offer(
-            memories,
-            kwargs.get("tier_by_memory_id"),
-            kwargs.get("profile"),
-            "",
-            kwargs.get("middle_extras"),
-            text_caps(self.memory_text_max_chars),
-        )
-        raw = "\n".join(offer.lines())
-        if count(raw) <= config.preflight_token_threshold():
-            return self.compile(memories, user_message, **kwargs)
+        raw = oversized_middle(memories, kwargs, self._caps, count) if analyst else None
+        compile_now = partial(self.compile, memories, user_message, **kwargs)
+        if analyst is None or raw is None:
+            return await run_off_loop(self.state_store, compile_now)
         target = config.preflight_target_tokens()
         done, outcome = await summarise_middle(analyst, raw, target, user_message, cache)
-        kwargs.pop("compress_sync", None)
-        result = self.compile(
-            memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs
-        )
-        return dataclasses.replace(result, metadata=note_preflight_cache(result.metadata, outcome))
+        kwargs["compress_sync"] = lambda _r, _t, _q: done
+        compile_now = partial(self.compile, memories, user_message, **kwargs)
+        result = await run_off_loop(self.state_store, compile_now)
+        return replace(result, metadata=note_preflight_cache(result.metadata, outcome))
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
@@ -252,12 +254,12 @@ class ContextCompiler:
             raise TypeError("actual_prompt_tokens must be an int (the provider's prompt tokens)")
         if self.fixed_token_scale is not None:
             return self.fixed_token_scale
-        report = CompileReport.from_metadata(result.metadata)
+        report, notes = CompileReport.from_metadata(result.metadata), StoreNotes()
         model_id, counted = report.model_id, report.sent_tokens
-        calibration = load_calibration(self.state_store, model_id).observe(
+        calibration = load_calibration(self.state_store, model_id, notes).observe(
             counted, actual_prompt_tokens
         )
-        self.state_store.put(scale_key(model_id), calibration.to_dict())
+        write_state(self.state_store, scale_key(model_id), calibration.to_dict(), notes)
         return calibration.scale
 
     def estimate(
@@ -288,6 +290,7 @@ class ContextCompiler:
         memories: Sequence[object],
         user_message: str,
         *,
+        notes: StoreNotes,
         conversation_messages: Sequence[Message] | None,
         last_assistant_turn: str | None,
         agent_persona_prompt: str | None,
@@ -305,9 +308,8 @@ class ContextCompiler:
             raise InvalidInputError("user_message must be a string", field="user_message")
         conversation = conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION
         history = self._validate_history(conversation_messages, conversation)
-        caps = text_caps(self.memory_text_max_chars)
         offer = normalise_offer(
-            memories, tier_by_memory_id, profile, user_message, middle_extras, caps
+            memories, tier_by_memory_id, profile, user_message, middle_extras, self._caps
         )
         layout = ContextLayoutEngine(
             self.core_content,
@@ -322,7 +324,7 @@ class ContextCompiler:
         if self.fixed_token_scale is not None:
             scale, scale_samples = self.fixed_token_scale, 0
         else:
-            calibration = load_calibration(self.state_store, self.model_id)
+            calibration = load_calibration(self.state_store, self.model_id, notes)
             scale, scale_samples = calibration.scale, calibration.samples
         counter = self._counter(tokenizer_registry)
         return Turn(

@@ -24,6 +24,7 @@ __all__ = [
     "redis_url",
     "ref_map_prefix",
     "ref_map_ttl_seconds",
+    "store_deadline_seconds",
     "stress_key_prefix",
     "stress_recent_ttl_seconds",
 ]
@@ -32,6 +33,7 @@ DEFAULT_HISTORY_SHARE = 0.75
 DEFAULT_INDEX_SHARE = 0.125
 DEFAULT_KEYFRAME_TOKENS = 40
 DEFAULT_MESSAGE_OVERHEAD_TOKENS = 3
+DEFAULT_STORE_DEADLINE_SECONDS = 0.25
 
 
 def _int_env(name: str, default: int) -> int:
@@ -87,11 +89,6 @@ def ref_map_prefix() -> str:
     return os.environ.get("MEMBRANE_REF_MAP_PREFIX", "membrane:ref_map:")
 
 
-def ref_map_ttl_seconds() -> int:
-    """How long a persisted ref map lives in Redis."""
-    return _positive_env("MEMBRANE_REF_MAP_TTL_SECONDS", 600)
-
-
 def preflight_cache_prefix() -> str:
     """Redis key prefix of cached pre-flight summaries."""
     return os.environ.get("MEMBRANE_PREFLIGHT_CACHE_PREFIX", "membrane:preflight:")
@@ -116,6 +113,28 @@ def _positive_env(name: str, default: int) -> int:
     value = _int_env(name, default)
     if value <= 0:
         raise ValueError(f"environment variable {name} must be a positive integer, got {value}")
+    return value
+
+
+def ref_map_ttl_seconds() -> int:
+    """Seconds a saved ref map lives in Redis (``MEMBRANE_REF_MAP_TTL_SECONDS``, 600)."""
+    return _int_env("MEMBRANE_REF_MAP_TTL_SECONDS", 600)
+
+
+def store_deadline_seconds() -> float:
+    """Seconds one state-store call may take before it is abandoned (default 0.25)."""
+    raw = os.environ.get("MEMBRANE_STORE_DEADLINE_SECONDS", "").strip()
+    if not raw:
+        return DEFAULT_STORE_DEADLINE_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value <= 60.0:
+        raise ValueError(
+            "environment variable MEMBRANE_STORE_DEADLINE_SECONDS must be a number of seconds "
+            f"in (0, 60], got {raw!r}"
+        )
     return value
 
 

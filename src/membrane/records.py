@@ -222,10 +222,10 @@ def memory_tier(memory: object) -> int:
 TextCapSetting = int | Mapping[str, int] | None
 
 
-def check_text_cap(setting: object) -> None:
-    """Raise InvalidInputError unless ``setting`` is a valid ``memory_text_max_chars``."""
+def check_text_cap(setting: TextCapSetting) -> TextCapSetting:
+    """``setting`` if it is a valid ``memory_text_max_chars``, else InvalidInputError."""
     if setting is None:
-        return
+        return None
     values = list(setting.values()) if isinstance(setting, Mapping) else [setting]
     if isinstance(setting, Mapping) and not set(setting) <= set(DEFAULT_TEXT_CAPS):
         unknown = sorted(map(str, set(setting) - set(DEFAULT_TEXT_CAPS)))
@@ -240,6 +240,7 @@ def check_text_cap(setting: object) -> None:
                 f"dict of them by kind; got {value!r}",
                 field="memory_text_max_chars",
             )
+    return setting
 
 
 def text_caps(setting: TextCapSetting = None) -> dict[str, int | None]:

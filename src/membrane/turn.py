@@ -10,13 +10,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from membrane import config
 from membrane.capabilities import ModelCapabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message
-from membrane.records import MEMORY_KINDS, MemoryItem, memory_text, memory_tier, text_caps
+from membrane.records import (
+    MEMORY_KINDS,
+    MemoryItem,
+    TextCapSetting,
+    memory_text,
+    memory_tier,
+    text_caps,
+)
 from membrane.stages.firewall import Offer
 from membrane.stages.layout import ContextLayoutEngine, render_memories
 from membrane.stages.preflight import SyncCompressor, check_compressed
@@ -39,6 +46,7 @@ __all__ = [
     "compress_offer",
     "memory_pairs",
     "normalise_offer",
+    "oversized_middle",
 ]
 
 
@@ -103,15 +111,15 @@ def normalise_offer(
     profile: MembraneProfile | None,
     user_message: str,
     middle_extras: Sequence[tuple[str, int]] | None,
-    caps: Mapping[str, int | None] | None = None,
+    text_cap: TextCapSetting = None,
 ) -> Offer:
     """The memories (numbered in input order) and extras on offer this turn.
 
-    ``caps`` are the per-kind text caps (:func:`~membrane.records.text_caps` when None).
+    ``text_cap`` is the compiler's ``memory_text_max_chars`` (None: the process default).
     """
     triples = memory_pairs(memories, tier_by_memory_id, profile, user_message)
     segments = []
-    caps = caps if caps is not None else text_caps()
+    caps = text_caps(text_cap)
     for number, memory, tier in triples:
         segments.extend(render_memories([(memory, tier)], start_number=number, caps=caps))
     truncated = sum(1 for s in segments if s.truncated)
@@ -122,14 +130,38 @@ def compress_offer(
     offer: Offer, compressor: SyncCompressor | None, count: Callable[[str], int], question: str
 ) -> Offer:
     """Pre-flight: replace an oversized middle with the caller's summary of it."""
-    if compressor is None or not (offer.segments or offer.extras):
-        return offer
-    raw = "\n".join(offer.lines())
-    if count(raw) <= config.preflight_token_threshold():
+    raw = _oversized(offer, count) if compressor is not None else None
+    if compressor is None or raw is None:
         return offer
     target = config.preflight_target_tokens()
     summary = check_compressed(compressor(raw, target, question))
     return Offer([], [(summary, 2)], offer.memories_truncated, citable=offer.citable)
+
+
+def oversized_middle(
+    memories: Sequence[object],
+    options: Mapping[str, Any],
+    text_cap: TextCapSetting,
+    count: Callable[[str], int],
+) -> str | None:
+    """The raw middle a pre-flight compressor should shorten (None while it is under
+    ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD``); ``options`` are the compile's keyword arguments."""
+    offer = normalise_offer(
+        memories,
+        options.get("tier_by_memory_id"),
+        options.get("profile"),
+        "",
+        options.get("middle_extras"),
+        text_cap,
+    )
+    return _oversized(offer, count)
+
+
+def _oversized(offer: Offer, count: Callable[[str], int]) -> str | None:
+    if not (offer.segments or offer.extras):
+        return None
+    raw = "\n".join(offer.lines())
+    return raw if count(raw) > config.preflight_token_threshold() else None
 
 
 def memory_pairs(

@@ -3,6 +3,7 @@ compilers, ref maps persisted by compile_prompt_async, and connections only when
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,6 +24,12 @@ NOTES = [
     MemoryItem(id=f"n{i}", content=f"Note {i}: the deploy at step {i} needs approval.")
     for i in range(12)
 ]
+
+
+@pytest.fixture(autouse=True)
+def roomy_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The machine running the tests may be busy; these tests are about caching, not speed.
+    monkeypatch.setenv("MEMBRANE_STORE_DEADLINE_SECONDS", "5")
 
 
 @pytest.fixture
@@ -207,4 +214,35 @@ async def test_a_recent_stress_record_per_conversation(
     with pytest.raises(ValueError, match="redis_client"):
         await compile_prompt_async(
             "Q", [], conversation_id="c1", max_tokens=600, record_stress=True
+        )
+
+
+class FrozenRedis:
+    """An async client whose calls never answer."""
+
+    async def get(self, key: str) -> bytes | None:
+        await asyncio.sleep(60)
+        return None
+
+    async def set(self, key: str, value: str, ex: int) -> None:
+        await asyncio.sleep(60)
+
+
+async def test_a_call_past_the_store_deadline_ends_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMBRANE_STORE_DEADLINE_SECONDS", "0.05")
+    monkeypatch.setenv("MEMORY_PREFLIGHT_TOKEN_THRESHOLD", "20")
+    compress = Compressor()
+    result = await ContextCompiler(4096).compile_async(
+        NOTES, "Q", compress_async=compress, redis_client=FrozenRedis(), conversation_id="c"
+    )
+    assert result.metadata["preflight_cache"] == "unavailable" and len(compress.calls) == 1
+    with pytest.raises(StoreUnavailable, match=r"within 0\.05 s while saving the ref map"):
+        await compile_prompt_async(
+            "Q",
+            [],
+            conversation_id="c",
+            max_tokens=4096,
+            persist_ref_map_to_redis=True,
+            redis_client=FrozenRedis(),
+            pool=CompilerPool(),
         )

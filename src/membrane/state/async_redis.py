@@ -5,33 +5,29 @@ Async entry points take a ``redis.asyncio`` client and await it. A blocking clie
 that says which client to pass instead. Membrane opens a connection only when the caller asks
 for one: a URL in ``MEMBRANE_REDIS_URL`` / ``REDIS_URL`` says where, never whether.
 
-Every call is bounded by :data:`DEADLINE_SECONDS`; a call that fails or runs out of time raises
-:class:`~membrane.errors.StoreUnavailable`.
+Every call is bounded by the store deadline (``MEMBRANE_STORE_DEADLINE_SECONDS``, 0.25 s by
+default, as for :class:`~membrane.state.RedisStateStore`); a call that fails or runs out of
+time raises :class:`~membrane.errors.StoreUnavailable`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from membrane import config
 from membrane.errors import StoreUnavailable
-from membrane.state.redis import _ref_map_key
+from membrane.state.redis import _encode_ref_map, _ref_map_key, _ref_map_ttl
 
 __all__ = [
-    "DEADLINE_SECONDS",
     "async_client_from_url",
     "check_async_client",
     "redis_get",
     "redis_set",
     "save_ref_map",
 ]
-
-#: Longest a single Redis call from async code may take before it counts as an outage.
-DEADLINE_SECONDS = 1.0
 
 
 def check_async_client(client: object, *, field: str = "redis_client") -> Any:
@@ -63,11 +59,12 @@ def async_client_from_url(url: str | None = None) -> Any:
 
 
 async def _bounded(call: Awaitable[Any], what: str) -> Any:
+    deadline = config.store_deadline_seconds()
     try:
-        return await asyncio.wait_for(call, timeout=DEADLINE_SECONDS)
+        return await asyncio.wait_for(call, timeout=deadline)
     except asyncio.TimeoutError as exc:
         raise StoreUnavailable(
-            f"Redis did not answer within {DEADLINE_SECONDS} s while {what}", store="redis"
+            f"Redis did not answer within {deadline} s while {what}", store="redis"
         ) from exc
     except (OSError, _redis_error()) as exc:
         raise StoreUnavailable(f"Redis failed while {what}: {exc}", store="redis") from exc
@@ -103,6 +100,9 @@ async def save_ref_map(
     ttl_seconds: int | None = None,
 ) -> None:
     """Await-able :func:`~membrane.state.set_ref_map_for_conversation`: same key, same text."""
-    raw = json.dumps({str(k): v for k, v in ref_map.items()}, sort_keys=True)
-    ttl = ttl_seconds or config.ref_map_ttl_seconds()
-    await redis_set(client, _ref_map_key(conversation_id), raw, ttl, "saving the ref map")
+    key, raw, ttl = (
+        _ref_map_key(conversation_id),
+        _encode_ref_map(ref_map),
+        _ref_map_ttl(ttl_seconds),
+    )
+    await redis_set(client, key, raw, ttl, "saving the ref map")
