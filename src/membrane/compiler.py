@@ -17,7 +17,6 @@ from membrane import config
 from membrane.capabilities import get_model_capabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, tool_call_ids, validate_messages
-from membrane.prompt_text import mem_numbers
 from membrane.records import TextCapSetting, check_text_cap
 from membrane.render import Rendered, render_end, render_system
 from membrane.report import CompileMetrics, CompileReport, Region, note_preflight_cache
@@ -390,7 +389,7 @@ class ContextCompiler:
     # ------------------------------------------------------------------ results
 
     def _emit(self, rendered: Rendered) -> CompileResult:
-        present = mem_numbers(rendered.memory_text)
+        present = rendered.cited
         offer = rendered.offer
         cited = sorted((s for s in offer.citable if s.number in present), key=lambda s: s.number)
         result = CompileResult(
