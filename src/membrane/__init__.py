@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from membrane.backend import CompilerPool, compile_prompt_async, compile_prompt_payload
 from membrane.capabilities import (
     CachePricing,
     get_cache_pricing,
@@ -90,6 +91,7 @@ __all__ = [
     "CachePricing",
     "CompileMetrics",
     "CompileResult",
+    "CompilerPool",
     "ContextCompiler",
     "ContextLayoutEngine",
     "CostQuote",
@@ -120,6 +122,8 @@ __all__ = [
     "bedrock_converse_request",
     "build_system_messages",
     "compile_anonymous",
+    "compile_prompt_async",
+    "compile_prompt_payload",
     "compute_attention_shift",
     "compute_attention_shift_with_embeddings",
     "contains_interrupt",

@@ -17,8 +17,9 @@ from membrane.capabilities import get_model_capabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, tool_call_ids, validate_messages
 from membrane.profile import Watch, start_watch
+from membrane.records import TextCapSetting, check_text_cap
 from membrane.render import Rendered, render_end, render_system, timed_report
-from membrane.report import CompileMetrics, CompileReport, Region
+from membrane.report import CompileMetrics, CompileReport, Region, note_preflight_cache
 from membrane.result import CompileResult, CostQuote
 from membrane.session import (
     LRUCache,
@@ -31,7 +32,7 @@ from membrane.session import (
 )
 from membrane.stages.agent import agent_inputs, check_tools_change
 from membrane.stages.layout import ContextLayoutEngine
-from membrane.stages.preflight import SyncCompressor, check_compressed
+from membrane.stages.preflight import PreflightCache, SyncCompressor, summarise_middle
 from membrane.stages.tail import TailSettings, fit_tail
 from membrane.stages.window import WindowPlanner, WindowSettings
 from membrane.state import InMemoryStateStore, StateStore
@@ -47,6 +48,7 @@ from membrane.turn import (
     check_scale,
     compress_offer,
     normalise_offer,
+    oversized_middle,
 )
 
 if TYPE_CHECKING:
@@ -107,6 +109,7 @@ class ContextCompiler:
         tokenizer_registry: TokenizerRegistry | None = None,
         state_store: StateStore | None = None,
         token_counter: TokenCounter | None = None,
+        memory_text_max_chars: TextCapSetting = None,
     ) -> None:
         check_positive_int("max_tokens", max_tokens)
         check_placement(memory_placement)
@@ -134,6 +137,7 @@ class ContextCompiler:
         self.metrics_callback = metrics_callback
         self.preflight_analyst_model = preflight_analyst_model or config.preflight_analyst_model()
         self.tokenizer_registry = tokenizer_registry
+        self._caps = check_text_cap(memory_text_max_chars)
         self.state_store: StateStore = (
             state_store if state_store is not None else InMemoryStateStore()
         )
@@ -225,40 +229,30 @@ class ContextCompiler:
         *,
         compress_async: AsyncCompressor | PreFlightAnalyst | None = None,
         compress_fn: AsyncCompressor | None = None,
+        redis_client: Any = None,
         **kwargs: Any,
     ) -> CompileResult:
         """Like :meth:`compile`, with an async pre-flight compressor.
 
         The compressor runs only when the memories on offer exceed
         ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O
-        runs off the event loop (:func:`membrane.session.run_off_loop`).
+        runs off the event loop (:func:`membrane.session.run_off_loop`). With a
+        ``redis.asyncio`` ``redis_client`` and a ``conversation_id``, summaries are cached in
+        Redis (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
         """
+        cache = PreflightCache.for_call(redis_client, kwargs.get("conversation_id"))
         analyst = compress_async if compress_async is not None else compress_fn
-        compile_now = partial(self.compile, memories, user_message, **kwargs)
-        if analyst is None:
-            return await run_off_loop(self.state_store, compile_now)
         count = self._counter(kwargs.get("tokenizer_registry")).count
-        offer = normalise_offer(
-            memories,
-            kwargs.get("tier_by_memory_id"),
-            kwargs.get("profile"),
-            "",
-            kwargs.get("middle_extras"),
-        )
-        raw = "\n".join(offer.lines())
-        if count(raw) <= config.preflight_token_threshold():
+        raw = oversized_middle(memories, kwargs, self._caps, count) if analyst else None
+        compile_now = partial(self.compile, memories, user_message, **kwargs)
+        if analyst is None or raw is None:
             return await run_off_loop(self.state_store, compile_now)
         target = config.preflight_target_tokens()
-        if hasattr(analyst, "compress_retrieved_memory"):
-            summary = await analyst.compress_retrieved_memory(raw, target, user_message)
-        else:
-            summary = await analyst(raw, target, user_message)
-        done = check_compressed(summary)
-        kwargs.pop("compress_sync", None)
-        compile_now = partial(
-            self.compile, memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs
-        )
-        return await run_off_loop(self.state_store, compile_now)
+        done, outcome = await summarise_middle(analyst, raw, target, user_message, cache)
+        kwargs["compress_sync"] = lambda _r, _t, _q: done
+        compile_now = partial(self.compile, memories, user_message, **kwargs)
+        result = await run_off_loop(self.state_store, compile_now)
+        return replace(result, metadata=note_preflight_cache(result.metadata, outcome))
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
@@ -348,7 +342,7 @@ class ContextCompiler:
             scale, scale_samples = calibration.scale, calibration.samples
         watch.lap("normalise")
         offer = normalise_offer(
-            memories, tier_by_memory_id, profile, user_message, middle_extras, label
+            memories, tier_by_memory_id, profile, user_message, middle_extras, label, self._caps
         )
         layout = ContextLayoutEngine(
             self.core_content,

@@ -17,11 +17,16 @@ __all__ = [
     "max_cacheable_prefix_tokens",
     "memory_text_max_chars",
     "preflight_analyst_model",
+    "preflight_cache_prefix",
+    "preflight_cache_ttl_seconds",
     "preflight_target_tokens",
     "preflight_token_threshold",
     "redis_url",
+    "ref_map_prefix",
     "ref_map_ttl_seconds",
     "store_deadline_seconds",
+    "stress_key_prefix",
+    "stress_recent_ttl_seconds",
 ]
 
 DEFAULT_HISTORY_SHARE = 0.75
@@ -77,6 +82,38 @@ def capability_map_path() -> str | None:
 def redis_url() -> str | None:
     """Default Redis URL for ref-map persistence and the Redis state store."""
     return os.environ.get("MEMBRANE_REDIS_URL") or os.environ.get("REDIS_URL") or None
+
+
+def ref_map_prefix() -> str:
+    """Redis key prefix of persisted ref maps (the conversation id follows)."""
+    return os.environ.get("MEMBRANE_REF_MAP_PREFIX", "membrane:ref_map:")
+
+
+def preflight_cache_prefix() -> str:
+    """Redis key prefix of cached pre-flight summaries."""
+    return os.environ.get("MEMBRANE_PREFLIGHT_CACHE_PREFIX", "membrane:preflight:")
+
+
+def preflight_cache_ttl_seconds() -> int:
+    """How long a cached pre-flight summary lives in Redis."""
+    return _positive_env("MEMBRANE_PREFLIGHT_CACHE_TTL_SECONDS", 60)
+
+
+def stress_key_prefix() -> str:
+    """Redis key prefix of recent-stress records (the conversation id follows)."""
+    return os.environ.get("MEMBRANE_STRESS_KEY_PREFIX", "membrane:stress:")
+
+
+def stress_recent_ttl_seconds() -> int:
+    """How long a recent-stress record lives in Redis."""
+    return _positive_env("STRESS_RECENT_TTL_SECONDS", 300)
+
+
+def _positive_env(name: str, default: int) -> int:
+    value = _int_env(name, default)
+    if value <= 0:
+        raise ValueError(f"environment variable {name} must be a positive integer, got {value}")
+    return value
 
 
 def ref_map_ttl_seconds() -> int:

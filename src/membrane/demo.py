@@ -27,6 +27,7 @@ from typing import Any
 from membrane.anatomy import cacheable_prefix_tokens, prompt_anatomy, sent_tokens
 from membrane.capabilities import get_cache_pricing
 from membrane.compiler import CompileResult, ContextCompiler
+from membrane.demo_sections import citations, legend, provider_request
 from membrane.messages import Message
 from membrane.records import MemoryItem
 from membrane.report import CompileReport
@@ -312,19 +313,7 @@ def render_report(run: DemoRun) -> str:
         *(line.rstrip() for line in _HEAD.splitlines()),
     ]
     lines += [_row(t, run).rstrip() for t in run.turns]
-    lines += [
-        "",
-        *textwrap.wrap(
-            "memories: kept in full / thinned to a keyframe / dropped. history: messages cut "
-            "from the window / passages recalled into this turn. prefix share: the cacheable "
-            "prefix (system message and kept history) over tokens sent. prefix vs last turn: "
-            "'hit' when the previous turn's prefix comes back byte for byte and has at least "
-            f"the {run.min_cacheable_tokens:,} tokens the provider caches, 'too small' when it "
-            "comes back but is shorter, 'changed' when the history cut moved.",
-            width=100,
-        ),
-        "",
-    ]
+    lines += ["", *legend(run.min_cacheable_tokens), ""]
     sent = run.total_sent
     reused = run.total_reused
     largest = max(run.turns, key=lambda t: t.sent_tokens)
@@ -352,6 +341,9 @@ def render_report(run: DemoRun) -> str:
         "tokens are content tokens)",
     ]
     lines += _final_messages(run.turns[-1])
+    final_result = run.turns[-1].result
+    lines += ["", *citations(final_result, store), ""]
+    lines += provider_request(final_result, "demo-chat")
     return "\n".join(lines) + "\n"
 
 

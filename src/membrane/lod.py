@@ -43,6 +43,7 @@ __all__ = [
     "LocalEmbedder",
     "compute_attention_shift",
     "compute_attention_shift_with_embeddings",
+    "explain_attention_shift",
     "fastembed_embedder",
     "local_embedder",
 ]
@@ -401,19 +402,35 @@ def compute_attention_shift(
     messages, or when the embedder raises or returns the wrong number of vectors, the answer is
     False.
     """
+    return bool(
+        explain_attention_shift(recent_user_messages, current_message, threshold, embedder)[0]
+    )
+
+
+def explain_attention_shift(
+    recent_user_messages: Sequence[str],
+    current_message: str,
+    threshold: float | None = None,
+    embedder: Embedder | None = None,
+) -> tuple[bool | None, str | None]:
+    """:func:`compute_attention_shift`'s verdict, or None and the reason none was computed."""
     recent = [m for m in recent_user_messages if m.strip()]
-    if embedder is None or not recent or not current_message.strip():
-        return False
+    if embedder is None:
+        return None, "no embedder was passed (embedder=, e.g. membrane.lod.local_embedder())"
+    if not recent:
+        return None, "no earlier user message to compare with"
+    if not current_message.strip():
+        return None, "the current message is empty"
     if importlib.util.find_spec("numpy") is None:
-        return False
+        return None, "numpy is not installed"
     try:
         vectors = embedder([*recent, current_message])
-    except Exception:  # the caller's model: a failure means no answer, as in compile
-        return False
+    except Exception as exc:  # the caller's model: a failure means no answer, as in compile
+        return None, f"the embedder failed: {type(exc).__name__}: {exc}"
     if len(vectors) != len(recent) + 1:
-        return False
+        return None, f"the embedder returned {len(vectors)} vectors for {len(recent) + 1} texts"
     if threshold is None:
         own = getattr(embedder, "attention_shift_threshold", None)
         default = float(own) if isinstance(own, (int, float)) else 0.35
         threshold = config.lod_attention_shift_cosine_threshold(default)
-    return compute_attention_shift_with_embeddings(vectors[:-1], vectors[-1], threshold)
+    return compute_attention_shift_with_embeddings(vectors[:-1], vectors[-1], threshold), None

@@ -29,6 +29,7 @@ __all__ = [
     "LAST_REPLY_HEADER",
     "MEM_TAG_PATTERN",
     "MEM_TAG_PREFIX",
+    "PREFLIGHT_INSTRUCTION",
     "QUOTED_INTERRUPT",
     "RECALL_HEADER",
     "THIN_MARK",
@@ -50,6 +51,13 @@ __all__ = [
 ]
 
 CURRENT_MESSAGE_HEADER = "--- Current user message ---"
+#: What a bundled pre-flight compressor asks its model (``{target}`` is filled in).
+PREFLIGHT_INSTRUCTION = (
+    "Shorten the retrieved memory below to at most {target} tokens for answering the user's "
+    "question. Keep every fact the question may need, word for word where you can, and keep "
+    "the [Mem:N] tag in front of each fact you keep. Drop the rest. Reply with the shortened "
+    "memory only."
+)
 LAST_REPLY_HEADER = "--- Your previous reply ---"
 #: Opens the eviction index. The index sits in the system message, so its header says that
 #: the lines below quote other speakers: a record of what was said, not instructions.

@@ -30,12 +30,16 @@ __all__ = [
     "MemoryKind",
     "ProceduralMemory",
     "SemanticMemory",
+    "TextCapSetting",
+    "check_text_cap",
     "kind_and_body",
     "load_kernel_memory_json_schema",
     "memory_body",
     "memory_id",
     "memory_kind",
+    "memory_text",
     "memory_tier",
+    "text_caps",
 ]
 
 TIER_PROCEDURAL = 1
@@ -127,7 +131,7 @@ class SemanticMemory:
 
     @property
     def content(self) -> str:
-        return f"{self.subject} {self.predicate}: {self.object}"
+        return fact_text(self.subject, self.predicate, self.object)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +148,7 @@ class EpisodicMemory:
 
     @property
     def content(self) -> str:
-        return f"({self.occurred_at}) {self.summary}" if self.occurred_at else self.summary
+        return episode_text(self.summary, self.occurred_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +165,7 @@ class ProceduralMemory:
 
     @property
     def content(self) -> str:
-        return f"{self.name}: {self.instruction}" if self.name else self.instruction
+        return procedure_text(self.instruction, self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,12 +216,46 @@ def memory_tier(memory: object) -> int:
     return _TIER_BY_KIND[memory_kind(memory)]
 
 
-def text_caps() -> dict[str, int | None]:
-    """Each kind's character cap under the current environment (None = no cap)."""
-    env_cap = config.memory_text_max_chars()
-    if env_cap is None:
+#: What :class:`ContextCompiler`'s ``memory_text_max_chars`` accepts: None (the process default,
+#: ``MEMBRANE_MEMORY_TEXT_MAX_CHARS`` or the per-kind caps), one cap for every kind (``0`` = none),
+#: or caps by kind (kinds left out keep their default).
+TextCapSetting = int | Mapping[str, int] | None
+
+
+def check_text_cap(setting: TextCapSetting) -> TextCapSetting:
+    """``setting`` if it is a valid ``memory_text_max_chars``, else InvalidInputError."""
+    if setting is None:
+        return None
+    values = list(setting.values()) if isinstance(setting, Mapping) else [setting]
+    if isinstance(setting, Mapping) and not set(setting) <= set(DEFAULT_TEXT_CAPS):
+        unknown = sorted(map(str, set(setting) - set(DEFAULT_TEXT_CAPS)))
+        raise InvalidInputError(
+            f"memory_text_max_chars names unknown kinds {unknown}; the kinds are {MEMORY_KINDS}",
+            field="memory_text_max_chars",
+        )
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidInputError(
+                "memory_text_max_chars must be a number of characters >= 0 (0 = no cap), or a "
+                f"dict of them by kind; got {value!r}",
+                field="memory_text_max_chars",
+            )
+    return setting
+
+
+def text_caps(setting: TextCapSetting = None) -> dict[str, int | None]:
+    """Each kind's character cap (None = no cap).
+
+    ``setting`` is a compiler's ``memory_text_max_chars``; None reads the process default from
+    ``MEMBRANE_MEMORY_TEXT_MAX_CHARS`` (unset: 200/280/500 characters by kind).
+    """
+    if isinstance(setting, Mapping):
+        merged = {**DEFAULT_TEXT_CAPS, **setting}
+        return {kind: cap if cap > 0 else None for kind, cap in merged.items()}
+    cap = setting if setting is not None else config.memory_text_max_chars()
+    if cap is None:
         return dict(DEFAULT_TEXT_CAPS)
-    return dict.fromkeys(DEFAULT_TEXT_CAPS, env_cap if env_cap > 0 else None)
+    return dict.fromkeys(DEFAULT_TEXT_CAPS, cap if cap > 0 else None)
 
 
 def _shorten(text: str, cap: int | None) -> tuple[str, bool]:
@@ -243,11 +281,7 @@ def kind_and_body(
 ) -> tuple[MemoryKind, str, bool]:
     """:func:`memory_kind` and :func:`memory_body` of ``memory`` in one pass."""
     kind = memory_kind(memory)
-    content = getattr(memory, "content", None)
-    if not isinstance(content, str):
-        raise InvalidInputError(
-            f"memory {memory_id(memory)!r} has no text content", field="memories"
-        )
+    content = memory_text(memory)
     cap = (caps if caps is not None else text_caps())[kind]
     note_kind = getattr(memory, "kind", "note")
     confidence = getattr(memory, "confidence", 1.0)
@@ -271,6 +305,64 @@ def _body(
 
 # The same memories are offered again on many turns.
 _memoised_body = functools.lru_cache(maxsize=4096)(_body)
+
+
+def memory_text(memory: object) -> str:
+    """The text a record shows the model.
+
+    ``content`` when the record has it; otherwise the kind's own fields from the schema
+    (``subject``/``predicate``/``object``, ``summary`` with ``occurred_at``, ``instruction`` with
+    ``name``), so a record that carries only ``id``, ``memory_kind`` and those fields compiles.
+    Raises InvalidInputError naming what is missing when there is no text at all.
+    """
+    content = getattr(memory, "content", None)
+    if isinstance(content, str):
+        return content
+    if content is not None:
+        raise InvalidInputError(
+            f"memory {memory_id(memory)!r}: its `content` must be a string, got "
+            f"{type(content).__name__}",
+            field="memories",
+        )
+    text = _text_from_fields(memory)
+    if text is None:
+        raise InvalidInputError(
+            f"memory {memory_id(memory)!r} ({memory_kind(memory)}) has no text to show the "
+            "model: give it a `content` string, or `subject` + `predicate` + `object`, or "
+            "`summary`, or `instruction` (see load_kernel_memory_json_schema())",
+            field="memories",
+        )
+    return text
+
+
+def _text_from_fields(memory: object) -> str | None:
+    def field_text(name: str) -> str:
+        value = getattr(memory, name, None)
+        return value if isinstance(value, str) else ""
+
+    subject, predicate, obj = field_text("subject"), field_text("predicate"), field_text("object")
+    if subject and predicate and obj:
+        return fact_text(subject, predicate, obj)
+    if field_text("summary"):
+        return episode_text(field_text("summary"), field_text("occurred_at") or None)
+    if field_text("instruction"):
+        return procedure_text(field_text("instruction"), field_text("name"))
+    return None
+
+
+def fact_text(subject: str, predicate: str, obj: str) -> str:
+    """How a subject / predicate / object fact reads."""
+    return f"{subject} {predicate}: {obj}"
+
+
+def episode_text(summary: str, occurred_at: str | None) -> str:
+    """How an episode reads, with when it happened if known."""
+    return f"({occurred_at}) {summary}" if occurred_at else summary
+
+
+def procedure_text(instruction: str, name: str) -> str:
+    """How a procedure reads, with its name if it has one."""
+    return f"{name}: {instruction}" if name else instruction
 
 
 def load_kernel_memory_json_schema() -> dict[str, Any]:

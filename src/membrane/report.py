@@ -21,6 +21,8 @@ __all__ = [
     "Region",
     "RegionMarks",
     "RegionName",
+    "note_preflight_cache",
+    "note_topic_shift",
 ]
 
 #: The caching keys of ``metadata`` (see :func:`membrane.stages.glaciator.cache_metadata`).
@@ -419,3 +421,19 @@ class CompileReport:
             dynamic_tail_tokens=int(self.cache.get("dynamic_tail_tokens", 0)),
             budget_exceeded=self.budget_exceeded,
         )
+
+
+def note_preflight_cache(md: Mapping[str, Any], outcome: str | None) -> dict[str, Any]:
+    """``md`` with what the pre-flight cache did (``hit``, ``miss``, ``unavailable``), if used."""
+    return {**md} if outcome is None else {**md, "preflight_cache": outcome}
+
+
+def note_topic_shift(
+    md: Mapping[str, Any], shifted: bool | None, reason: str | None
+) -> dict[str, Any]:
+    """``md`` with the topic-shift verdict; ``shifted`` is None when none was computed, and
+    ``reason`` then says why."""
+    noted: dict[str, Any] = {**md, "topic_shift": shifted}
+    if reason is not None:
+        noted["topic_shift_reason"] = reason
+    return noted

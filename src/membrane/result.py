@@ -8,6 +8,7 @@ from typing import Any
 
 from membrane.messages import Message, message_text
 from membrane.report import Region, RegionMarks
+from membrane.stress import sample_load
 
 __all__ = ["CompileResult", "CostQuote"]
 
@@ -39,9 +40,13 @@ class CompileResult:
             return ()
         return self.region_marks.regions([len(message_text(m)) for m in self.messages])
 
-    def to_debug_dict(self) -> dict[str, Any]:
-        """A JSON-friendly snapshot (message roles and sizes, maps, metadata) for logging."""
-        return {
+    def to_debug_dict(self, *, environment: bool = False) -> dict[str, Any]:
+        """A JSON-friendly snapshot (message roles and sizes, maps, metadata) for logging.
+
+        ``environment=True`` adds ``"environment"``: a CPU-load sample of this machine taken
+        now (:func:`membrane.stress.sample_load`; needs the ``stress`` extra, psutil).
+        """
+        snapshot: dict[str, Any] = {
             "messages": [
                 {"role": m.get("role"), "chars": len(message_text(m))} for m in self.messages
             ],
@@ -50,6 +55,9 @@ class CompileResult:
             "metadata": dict(self.metadata),
             "debug_trace": self.debug_trace,
         }
+        if environment:
+            snapshot["environment"] = sample_load()
+        return snapshot
 
 
 @dataclass(frozen=True, slots=True)

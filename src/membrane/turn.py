@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from membrane import config
 from membrane.capabilities import ModelCapabilities
@@ -19,8 +19,10 @@ from membrane.messages import Message
 from membrane.records import (
     MEMORY_KINDS,
     MemoryItem,
+    TextCapSetting,
     memory_id,
     memory_kind,
+    memory_text,
     memory_tier,
     text_caps,
 )
@@ -49,6 +51,7 @@ __all__ = [
     "compress_offer",
     "memory_pairs",
     "normalise_offer",
+    "oversized_middle",
 ]
 
 
@@ -119,14 +122,16 @@ def normalise_offer(
     user_message: str,
     middle_extras: Sequence[tuple[str, int]] | None,
     label: QueryLabel | None = None,
+    text_cap: TextCapSetting = None,
 ) -> Offer:
     """The memories (numbered in input order) and extras on offer this turn.
 
     A profile with a classifier, policies or must-include ids attaches the fit's rules.
+    ``text_cap`` is the compiler's ``memory_text_max_chars`` (None: the process default).
     """
     triples = memory_pairs(memories, tier_by_memory_id, profile, user_message)
     extras = check_extras(middle_extras)
-    caps = text_caps()
+    caps = text_caps(text_cap)
     plan = None
     if profile is not None and (profile.policies or profile.must_include):
         from membrane.profile import plan_policies
@@ -162,14 +167,38 @@ def compress_offer(
     offer: Offer, compressor: SyncCompressor | None, count: Callable[[str], int], question: str
 ) -> Offer:
     """Pre-flight: replace an oversized middle with the caller's summary of it."""
-    if compressor is None or not (offer.segments or offer.extras):
-        return offer
-    raw = "\n".join(offer.lines())
-    if count(raw) <= config.preflight_token_threshold():
+    raw = _oversized(offer, count) if compressor is not None else None
+    if compressor is None or raw is None:
         return offer
     target = config.preflight_target_tokens()
     summary = check_compressed(compressor(raw, target, question))
     return Offer([], [(summary, 2)], offer.memories_truncated, citable=offer.citable)
+
+
+def oversized_middle(
+    memories: Sequence[object],
+    options: Mapping[str, Any],
+    text_cap: TextCapSetting,
+    count: Callable[[str], int],
+) -> str | None:
+    """The raw middle a pre-flight compressor should shorten (None while it is under
+    ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD``); ``options`` are the compile's keyword arguments."""
+    offer = normalise_offer(
+        memories,
+        options.get("tier_by_memory_id"),
+        options.get("profile"),
+        "",
+        options.get("middle_extras"),
+        text_cap=text_cap,
+    )
+    return _oversized(offer, count)
+
+
+def _oversized(offer: Offer, count: Callable[[str], int]) -> str | None:
+    if not (offer.segments or offer.extras):
+        return None
+    raw = "\n".join(offer.lines())
+    return raw if count(raw) > config.preflight_token_threshold() else None
 
 
 def memory_pairs(
@@ -223,8 +252,10 @@ def _check_record(i: int, memory: object) -> None:
         raise InvalidInputError(
             f"{where} has no id; an id maps its citations back to your record", field=where
         )
-    if not isinstance(getattr(memory, "content", None), str):
-        raise InvalidInputError(f"{where} has no text content (a `content` string)", field=where)
+    try:
+        memory_text(memory)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{where}: {exc}", field=where) from None
 
 
 # ---------------------------------------------------------------------- argument checks

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from membrane.messages import Message
@@ -51,8 +52,10 @@ def parse_memory(spec: str, position: int) -> MemoryItem:
 
 
 def load_history(path: str) -> list[Message]:
+    """The messages in ``path``; ``-`` reads them from standard input."""
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        raw = json.loads(text)
     except OSError as exc:
         raise UsageError(f"--history-file {path}: cannot read it ({exc.strerror or exc})") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -65,6 +68,12 @@ def load_history(path: str) -> list[Message]:
             "'messages' list)"
         )
     return raw
+
+
+def _version() -> str:
+    import membrane
+
+    return membrane.__version__
 
 
 def _positive_int(text: str) -> int:
@@ -116,7 +125,10 @@ def _compile_options() -> argparse.ArgumentParser:
         "--placement", choices=("end", "system"), default="end", help="memory placement"
     )
     common.add_argument(
-        "--history-file", default=None, metavar="FILE.json", help="prior messages as JSON"
+        "--history-file",
+        default=None,
+        metavar="FILE.json",
+        help="prior messages as JSON ('-' reads standard input)",
     )
     common.add_argument(
         "--token-scale",
@@ -144,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="membrane",
         description="Compile prompts locally with Membrane (no model is called).",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = _compile_options()
     inspect = commands.add_parser(

@@ -16,7 +16,7 @@ from membrane.prompt_text import (
     format_directives,
     mem_tag,
 )
-from membrane.records import kind_and_body, memory_id, text_caps
+from membrane.records import kind_and_body, memory_id, memory_text, text_caps
 
 __all__ = [
     "CURRENT_MESSAGE_HEADER",
@@ -60,7 +60,7 @@ def render_memories(
         number = start_number + position
         kind, body, truncated = kind_and_body(memory, caps)
         line = f"{mem_tag(number)} {body}"
-        content = str(getattr(memory, "content", ""))
+        content = memory_text(memory)
         ref_id = memory_id(memory)
         out.append(MemorySegment(number, ref_id, kind, tier, line, content, truncated, position))
     return out

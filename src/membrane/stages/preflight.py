@@ -6,20 +6,27 @@ Membrane ships no model client; the caller passes a function (or an object imple
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from membrane.errors import InvalidInputError
+from membrane import config
+from membrane.errors import InvalidInputError, StoreUnavailable
 from membrane.prompt_text import mem_numbers
+from membrane.state.async_redis import check_async_client, redis_get, redis_set
 
 __all__ = [
     "AsyncCompressor",
+    "CacheOutcome",
     "PreFlightAnalyst",
+    "PreflightCache",
     "SyncCompressor",
     "as_preflight_analyst",
     "check_compressed",
     "mem_numbers",
+    "summarise_middle",
 ]
 
 SyncCompressor = Callable[[str, int, str], str]
@@ -49,7 +56,8 @@ class _FunctionAnalyst:
 
 def as_preflight_analyst(fn: AsyncCompressor) -> PreFlightAnalyst:
     """Wrap an async compressor function as a :class:`PreFlightAnalyst`."""
-    if not inspect.iscoroutinefunction(fn):
+    call = getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__ counts
+    if not (inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)):
         raise TypeError("as_preflight_analyst needs an async function (raw, target, question)")
     return _FunctionAnalyst(fn)
 
@@ -62,3 +70,74 @@ def check_compressed(value: object) -> str:
             field="compress_sync",
         )
     return value
+
+
+#: What the pre-flight cache did for one compile: served the summary, stored a new one, or could
+#: not be reached (the compressor ran and its summary was not stored).
+CacheOutcome = Literal["hit", "miss", "unavailable"]
+
+
+@dataclass(frozen=True, slots=True)
+class PreflightCache:
+    """Where compressed middles are cached: an async Redis client and the conversation.
+
+    The key is ``MEMBRANE_PREFLIGHT_CACHE_PREFIX`` + conversation id + a digest of the raw middle
+    and the target size, so the same middle compressed to the same target is served from Redis
+    (by any worker) for ``MEMBRANE_PREFLIGHT_CACHE_TTL_SECONDS``.
+    """
+
+    client: Any
+    conversation_id: str
+
+    @classmethod
+    def for_call(cls, client: object, conversation_id: str | None) -> PreflightCache | None:
+        """The cache a ``compile_async`` call asked for (None without ``redis_client``)."""
+        if client is None:
+            return None
+        check_async_client(client)
+        if conversation_id is None:
+            raise InvalidInputError(
+                "redis_client caches pre-flight summaries per conversation; pass conversation_id",
+                field="conversation_id",
+            )
+        return cls(client, conversation_id)
+
+    def key(self, raw_middle: str, target_tokens: int) -> str:
+        digest = hashlib.sha256(f"{target_tokens}\n{raw_middle}".encode()).hexdigest()
+        return f"{config.preflight_cache_prefix()}{self.conversation_id}:{digest}"
+
+
+async def summarise_middle(
+    analyst: AsyncCompressor | PreFlightAnalyst,
+    raw_middle: str,
+    target_tokens: int,
+    question: str,
+    cache: PreflightCache | None,
+) -> tuple[str, CacheOutcome | None]:
+    """The caller's summary of ``raw_middle``, from the cache when it holds one.
+
+    A cache that cannot be reached costs a compressor call, never the compile.
+    """
+    key = cache.key(raw_middle, target_tokens) if cache is not None else ""
+    outcome: CacheOutcome | None = None
+    if cache is not None:
+        try:
+            cached = await redis_get(cache.client, key, "reading the pre-flight cache")
+        except StoreUnavailable:
+            outcome = "unavailable"
+        else:
+            if cached is not None:
+                return cached, "hit"
+            outcome = "miss"
+    if isinstance(analyst, PreFlightAnalyst):
+        summary = await analyst.compress_retrieved_memory(raw_middle, target_tokens, question)
+    else:
+        summary = await analyst(raw_middle, target_tokens, question)
+    summary = check_compressed(summary)
+    if cache is not None and outcome == "miss":
+        ttl = config.preflight_cache_ttl_seconds()
+        try:
+            await redis_set(cache.client, key, summary, ttl, "writing the pre-flight cache")
+        except StoreUnavailable:
+            outcome = "unavailable"
+    return summary, outcome

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import threading
 import time
 import warnings
@@ -280,7 +279,7 @@ def _ref_map_key(conversation_id: object) -> str:
             f"conversation_id must be text without lone surrogates, got {conversation_id!r}",
             field="conversation_id",
         )
-    return os.environ.get("MEMBRANE_REF_MAP_PREFIX", "membrane:ref_map:") + conversation_id
+    return config.ref_map_prefix() + conversation_id
 
 
 def _has_surrogate(text: str) -> bool:

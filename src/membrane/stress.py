@@ -1,0 +1,100 @@
+"""Stress: how loaded the machine is, and how hard a conversation pushes its budget.
+
+Two things a backend wants to see when answers get slow or thin:
+
+- :func:`sample_load`: a CPU-load sample of this machine (the ``stress`` extra, psutil):
+  CPU use since the previous sample, the one-minute load average per CPU and the CPU count.
+  ``CompileResult.to_debug_dict(environment=True)`` includes one.
+- a recent-stress record per conversation: the last turn's budget pressure (tokens against the
+  budget, what was trimmed, history dropped) with a load sample, kept in Redis under
+  ``MEMBRANE_STRESS_KEY_PREFIX`` + conversation id for ``STRESS_RECENT_TTL_SECONDS``
+  (:func:`record_recent_stress`, :func:`recent_stress`; ``compile_prompt_async(...,
+  record_stress=True)`` writes one per turn).
+
+Nothing here runs unless called, and nothing opens a connection but the client you pass.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from membrane import config
+from membrane.report import CompileReport
+from membrane.state.async_redis import check_async_client, redis_get, redis_set
+
+__all__ = ["recent_stress", "record_recent_stress", "sample_load", "stress_record"]
+
+
+def sample_load() -> dict[str, Any]:
+    """This machine's load now: ``cpu_percent``, ``load_per_cpu_1m``, ``cpu_count``.
+
+    ``cpu_percent`` is CPU use since the previous sample in this process (psutil counts from
+    the first call, which reports 0.0). Without psutil: ``{"available": False, "reason": ...}``.
+    """
+    if importlib.util.find_spec("psutil") is None:
+        return {
+            "available": False,
+            "reason": 'psutil is not installed (the stress extra: pip install ".[stress]")',
+        }
+    import psutil
+
+    cpus = psutil.cpu_count() or 1
+    load_1m = psutil.getloadavg()[0]
+    return {
+        "available": True,
+        "cpu_percent": float(psutil.cpu_percent(interval=None)),
+        "load_per_cpu_1m": round(load_1m / cpus, 3),
+        "cpu_count": cpus,
+        "pid": os.getpid(),
+    }
+
+
+def stress_record(
+    metadata: Mapping[str, Any], load: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """One turn's pressure from a result's ``metadata``, with a load sample."""
+    report = CompileReport.from_metadata(metadata)
+    budget = report.tokens_budget or 1
+    return {
+        "at": round(time.time(), 3),
+        "sent_tokens": report.sent_tokens,
+        "tokens_budget": report.tokens_budget,
+        "budget_fill": round(report.sent_tokens / budget, 4),
+        "budget_exceeded": report.budget_exceeded,
+        "tokens_trimmed": report.tokens_trimmed,
+        "memories_dropped": report.segments_offered - report.segments_kept,
+        "memories_thinned": report.segments_thinned,
+        "history_messages_dropped": report.history_messages_dropped,
+        "load": dict(load) if load is not None else sample_load(),
+    }
+
+
+def _key(conversation_id: str) -> str:
+    return config.stress_key_prefix() + conversation_id
+
+
+async def record_recent_stress(
+    conversation_id: str, metadata: Mapping[str, Any], client: Any
+) -> dict[str, Any]:
+    """Save this turn's :func:`stress_record` for the conversation; returns what was saved."""
+    check_async_client(client, field="client")
+    record = stress_record(metadata)
+    raw = json.dumps(record, sort_keys=True)
+    ttl = config.stress_recent_ttl_seconds()
+    await redis_set(client, _key(conversation_id), raw, ttl, "saving the recent-stress record")
+    return record
+
+
+async def recent_stress(conversation_id: str, client: Any) -> dict[str, Any] | None:
+    """The conversation's last stress record, or None when none is recent."""
+    check_async_client(client, field="client")
+    raw = await redis_get(client, _key(conversation_id), "reading the recent-stress record")
+    if raw is None:
+        return None
+    value = json.loads(raw)
+    return value if isinstance(value, dict) else None
