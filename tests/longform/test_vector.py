@@ -77,8 +77,11 @@ def test_zero_and_non_finite_vectors_encode_as_zeros(vector: list[float]) -> Non
     assert decode_vector(encode_vector(vector)) == [0.0] * len(vector)
 
 
-def test_huge_components_do_not_overflow() -> None:
-    assert decode_vector(encode_vector([3e300, 4e300])) == decode_vector("mpkZP83MTD8=")
+def test_overflowing_squares_encode_as_zeros_as_published() -> None:
+    # The squares of 3e300 overflow to inf, so the norm is infinite and the vector is treated
+    # like a zero vector (the published arithmetic; math.hypot would have scaled instead).
+    assert encode_vector([3e300, 4e300]) == "AAAAAAAAAAA="
+    assert encode_vector([3e150, 4e150]) == "mpkZP83MTD8="
 
 
 def test_encode_rejects_empty_and_text() -> None:
@@ -96,11 +99,10 @@ def test_encode_rejects_empty_and_text() -> None:
         "AAAAAAA=",  # 5 bytes: not a whole number of float32 values
         "mpkZP83MTD8",  # missing padding
         "mpkZ P83MTD8=",  # embedded space
-        "AADAfw==",  # a NaN component
-        "AACAfw==",  # +inf
         "\u00e9\u00e9\u00e9\u00e9",  # non-ASCII
         None,
-        b"mpkZP83MTD8=",
+        7,
+        b"",
     ],
 )
 def test_decode_returns_none_for_anything_unusable(bad: Any) -> None:
@@ -247,10 +249,34 @@ def test_search_rejects_bad_arguments(kwargs: dict[str, Any], field: str) -> Non
     assert info.value.field == field
 
 
-def test_negative_min_score_never_drops_the_best_hit() -> None:
+def test_decode_keeps_non_finite_components_and_reads_bytes() -> None:
+    nan, inf = decode_vector("AADAfw=="), decode_vector("AACAfw==")
+    assert nan is not None and math.isnan(nan[0])
+    assert inf == [math.inf]
+    assert decode_vector(b"mpkZP83MTD8=") == decode_vector("mpkZP83MTD8=")
+
+
+@pytest.mark.parametrize("use_numpy", [False, True])
+def test_search_skips_rows_holding_nan_or_infinity(use_numpy: bool) -> None:
+    rows = [("nan", "AADAfwAAAAA="), ("ok", encode_vector([1.0, 0.0]))]
+    hits = search_top_k([1.0, 0.0], rows, lambda r: r[1], use_numpy=use_numpy)
+    assert [h.row[0] for h in hits] == ["ok"]
+
+
+def test_a_negative_best_score_fails_its_own_relative_floor() -> None:
+    # The published rule multiplies whatever the best score is: with a negative best,
+    # best * 0.88 lies above it and nothing passes; relative_floor=1.0 keeps the best.
     rows = rows_of([[-1.0, 0.0], [-1.0, -0.5]])
-    hits = search_top_k([1.0, 0.0], rows, embedding, min_score=-2.0)
-    assert names(hits) == ["r1", "r0"]
+    assert search_top_k([1.0, 0.0], rows, embedding, min_score=-2.0) == []
+    hits = search_top_k([1.0, 0.0], rows, embedding, min_score=-2.0, relative_floor=1.0)
+    assert names(hits) == ["r1"]
+
+
+def test_a_zero_query_scores_every_row_zero() -> None:
+    rows = rows_of([[1.0, 0.0], [0.0, 1.0]])
+    assert search_top_k([0.0, 0.0], rows, embedding) == []
+    hits = search_top_k([0.0, 0.0], rows, embedding, min_score=0.0)
+    assert [(h.row[0], h.score) for h in hits] == [("r0", 0.0), ("r1", 0.0)]
 
 
 # Vectors on a coarse integer grid give exact ties and scores that sit right on the floors.
@@ -299,22 +325,27 @@ def search_cases(draw: st.DrawFn) -> tuple[list[float], list[tuple[str, Any]], d
 def reference_search(
     query: list[float], rows: list[tuple[str, Any]], k: int, min_score: float, relative_floor: float
 ) -> list[tuple[str, float]]:
-    norm = math.hypot(*query)
+    squares = 0.0
+    for x in query:
+        squares += x * x
+    norm = squares**0.5
     unit = [x / norm for x in query]
     scored = []
     for index, (name, encoded) in enumerate(rows):
         vec = decode_vector(encoded)
-        if vec is None or len(vec) != len(unit):
+        if vec is None or len(vec) != len(unit) or not all(map(math.isfinite, vec)):
             continue
-        # The same arithmetic as the library (Python's float sum), so that scores sitting
+        # The same arithmetic as the library (float64, left to right), so that scores sitting
         # exactly on a floor fall on the same side; this reference checks the selection rules.
-        score = sum(a * b for a, b in zip(unit, vec, strict=True))
+        score = 0.0
+        for a, b in zip(unit, vec, strict=True):
+            score += a * b
         if score >= min_score:
             scored.append((index, name, score))
     scored.sort(key=lambda t: (-t[2], t[0]))
     if not scored:
         return []
-    floor = scored[0][2] * relative_floor if scored[0][2] > 0 else -math.inf
+    floor = scored[0][2] * relative_floor
     return [(name, score) for _, name, score in scored if score >= floor][:k]
 
 

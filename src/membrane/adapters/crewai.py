@@ -27,6 +27,7 @@ from membrane.adapters._common import kept_memory_lines, new_compiler
 from membrane.config import DEFAULT_MESSAGE_OVERHEAD_TOKENS
 from membrane.errors import InvalidInputError, MemoryCollisionError
 from membrane.records import MemoryItem, MemoryKind
+from membrane.report import CompileReport
 from membrane.tokenizers import TiktokenAdapter, TokenCounter
 
 __all__ = [
@@ -170,7 +171,7 @@ def compile_for_agent(
 
     scaffolding, _ = measure_prompt(agent, task, counter)
     empty = new_compiler(max_tokens, options).compile([], task.description)
-    own = int(empty.metadata["token_count"]) + int(empty.metadata["message_framing_tokens"])
+    own = CompileReport.from_metadata(empty.metadata).sent_tokens
     budget = max_tokens - scaffolding + own
     chosen = (task, "", empty, scaffolding)
     for _ in range(_MAX_ROUNDS):

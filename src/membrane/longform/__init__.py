@@ -13,6 +13,7 @@ caller asks for them.
 
 from __future__ import annotations
 
+from membrane.longform._matrix import DEFAULT_VECTOR_CACHE_BYTES, VectorCache
 from membrane.longform.bridge import (
     DEFAULT_MEMORY_KINDS,
     DEFAULT_SECTION_TIERS,
@@ -43,7 +44,6 @@ from membrane.longform.language import (
     is_char_counted_language,
     language_mismatch,
     resolve_language,
-    script_counts,
 )
 from membrane.longform.store import (
     DEFAULT_BLOCK_LABELS,
@@ -67,8 +67,7 @@ from membrane.longform.threads import (
     OwedThread,
     PayoffPlan,
     RawThreadItem,
-    RejectedThreadItem,
-    RejectReason,
+    SkipReason,
     ThreadLabels,
     ThreadOp,
     ThreadPlan,
@@ -102,6 +101,7 @@ __all__ = [
     "DEFAULT_RECENT_CHAPTERS",
     "DEFAULT_SECTION_TIERS",
     "DEFAULT_THREAD_LABELS",
+    "DEFAULT_VECTOR_CACHE_BYTES",
     "MAX_SKELETON_ENTRIES",
     "MAX_THREAD_OPS_PER_CHAPTER",
     "MIN_SKELETON_GAP",
@@ -125,16 +125,16 @@ __all__ = [
     "OwedThread",
     "PayoffPlan",
     "RawThreadItem",
-    "RejectReason",
-    "RejectedThreadItem",
     "ScoredRow",
     "SectionInput",
     "SectionName",
+    "SkipReason",
     "StoredThread",
     "ThreadLabels",
     "ThreadOp",
     "ThreadPlan",
     "ThreadRow",
+    "VectorCache",
     "allocate",
     "compare_thread_urgency",
     "decode_vector",
@@ -153,7 +153,6 @@ __all__ = [
     "render_known_threads",
     "resolve_language",
     "resolve_thread_deadline",
-    "script_counts",
     "search_top_k",
     "select_known_threads",
     "skeleton_chapters",

@@ -51,15 +51,10 @@ SectionName = Literal["entity", "recent", "skeleton", "retrieval"]
 #: The four sections, in the order results list them.
 SECTIONS: Final[tuple[SectionName, ...]] = ("entity", "recent", "skeleton", "retrieval")
 
-# Shares in thousandths, so every split is exact integer arithmetic (a float product such as
-# 6000 * 0.145 lands on 869.999... and would lose a token to truncation).
-_SHARE_PER_MILLE: Final[Mapping[SectionName, int]] = MappingProxyType(
-    {"entity": 217, "recent": 337, "skeleton": 145, "retrieval": 301}
-)
-
-#: Fraction of the budget each section may fill in the first pass.
+#: Fraction of the budget each section may fill in the first pass (the published package's
+#: shares; each section gets ``int(total * share)`` tokens).
 SECTION_SHARE: Final[Mapping[SectionName, float]] = MappingProxyType(
-    {name: per_mille / 1000 for name, per_mille in _SHARE_PER_MILLE.items()}
+    {"entity": 0.217, "recent": 0.337, "skeleton": 0.145, "retrieval": 0.301}
 )
 
 #: Default size of the whole memory block, in tokens.
@@ -79,22 +74,41 @@ TOP_UP_ORDER: Final[tuple[SectionName, ...]] = ("recent", "entity", "retrieval",
 #: ``BudgetResult.counter_name`` when the built-in heuristic did the counting.
 HEURISTIC_COUNTER_NAME: Final = "heuristic"
 
-# Han (with extension A and the compatibility block), kana (including half-width katakana) and
-# hangul (syllables and jamo). Supplementary-plane Han is rare in prose and left to the
-# four-characters rule, which undercounts it; see docs/longform.md.
-_DENSE_SCRIPT = re.compile(
-    "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]"
+# Kana, Han (with extension A and the compatibility block) and hangul syllables: the ranges the
+# published package counts at one token per character. Everything else, hangul jamo and
+# half-width kana included, goes by the four-characters rule; see docs/longform.md.
+_DENSE_SCRIPT = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_DENSE_RANGES: Final = (
+    (0x3040, 0x30FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7AF),
+    (0xF900, 0xFAFF),
 )
 _CHARS_PER_TOKEN: Final = 4
+
+
+def _estimate(text: Any) -> int:
+    """The heuristic count, without argument checks (falsy input counts 0)."""
+    if not text:
+        return 0
+    if isinstance(text, str):
+        dense = len(_DENSE_SCRIPT.findall(text))
+    else:
+        # Any other iterable of characters is counted the same way; ord() rejects the rest.
+        dense = sum(
+            1 for char in text if any(low <= ord(char) <= high for low, high in _DENSE_RANGES)
+        )
+    other = len(text) - dense
+    return int(dense + -(-other // _CHARS_PER_TOKEN))
 
 
 def estimate_tokens(text: str, *, counter: TokenCounter | None = None) -> int:
     """Estimate how many tokens ``text`` costs.
 
-    Without ``counter``: one token per CJK, kana or hangul character and one per four other
-    characters (rounded up). The estimate is meant to err high for English prose, because
-    overshooting wastes a little room while undershooting overflows the model's window.
+    Without ``counter``: one token per kana, Han or hangul-syllable character and one per four
+    other characters (rounded up). The estimate is meant to err high for English prose,
+    because overshooting wastes a little room while undershooting overflows the model's window.
 
     >>> estimate_tokens("The key was under the mat.")
     7
@@ -105,11 +119,7 @@ def estimate_tokens(text: str, *, counter: TokenCounter | None = None) -> int:
         raise TypeError(f"estimate_tokens expects str, got {type(text).__name__}")
     if counter is not None:
         return counter.count(text)
-    if not text:
-        return 0
-    dense = len(_DENSE_SCRIPT.findall(text))
-    other = len(text) - dense
-    return dense + -(-other // _CHARS_PER_TOKEN)
+    return _estimate(text)
 
 
 def _check_budget(value: object, field: str) -> int:
@@ -122,16 +132,22 @@ def _check_budget(value: object, field: str) -> int:
     return value
 
 
+def _allocate(total: Any) -> dict[SectionName, int]:
+    return {name: int(total * share) for name, share in SECTION_SHARE.items()}
+
+
 def allocate(total: int = DEFAULT_MEMORY_BUDGET) -> dict[SectionName, int]:
     """Split ``total`` tokens across the four sections by :data:`SECTION_SHARE`.
 
-    Each share is rounded down, so the parts never add up to more than ``total``.
+    Each share is ``int(total * share)``, so the parts never add up to more than ``total``.
+    The float product can land just under a whole number (6000 * 0.145 is 869.999...), which
+    then loses that token; the published package does the same and the values are kept equal.
 
     >>> allocate(6000)
-    {'entity': 1302, 'recent': 2022, 'skeleton': 870, 'retrieval': 1806}
+    {'entity': 1302, 'recent': 2022, 'skeleton': 869, 'retrieval': 1806}
     """
     _check_budget(total, "total")
-    return {name: total * per_mille // 1000 for name, per_mille in _SHARE_PER_MILLE.items()}
+    return _allocate(total)
 
 
 def _check_chapter(value: object, field: str) -> int:
@@ -159,7 +175,11 @@ def skeleton_chapters(chapter: int, recent_from: int) -> list[int]:
     """
     _check_chapter(chapter, "chapter")
     _check_chapter(recent_from, "recent_from")
-    last = min(chapter, recent_from) - 1
+    return _skeleton(chapter, recent_from)
+
+
+def _skeleton(chapter: Any, recent_from: Any) -> list[int]:
+    last = min(chapter - 1, recent_from - 1)
     if last < 1:
         return []
     stride = max(MIN_SKELETON_GAP, -(-last // MAX_SKELETON_ENTRIES))
@@ -190,26 +210,41 @@ class Fitted(Generic[T]):
     budget: int = 0
 
 
+def _checked_measure(counter: TokenCounter | None) -> Callable[[object, int], int]:
+    def measure(text: object, index: int) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"to_text must return str, got {type(text).__name__} for item {index}")
+        return estimate_tokens(text, counter=counter)
+
+    return measure
+
+
+def _loose_measure(text: object, index: int) -> int:
+    return _estimate(text)
+
+
 class _Candidates(Generic[T]):
     """One section's items, each counted at most once and only when the fit reaches it."""
 
-    def __init__(self, items: Sequence[T], to_text: Callable[[T], str], counter: Any) -> None:
+    def __init__(
+        self,
+        items: Sequence[T],
+        to_text: Callable[[T], str],
+        measure: Callable[[object, int], int],
+    ) -> None:
         self._items = items
         self._to_text = to_text
-        self._counter = counter
+        self._measure_text = measure
         self._texts: list[str] = []
         self._counts: list[int] = []
 
     def _measure(self, index: int) -> int:
         while len(self._counts) <= index:
-            text = self._to_text(self._items[len(self._counts)])
-            if not isinstance(text, str):
-                raise TypeError(
-                    f"to_text must return str, got {type(text).__name__} for item "
-                    f"{len(self._counts)}"
-                )
+            position = len(self._counts)
+            text = self._to_text(self._items[position])
+            count = self._measure_text(text, position)
             self._texts.append(text)
-            self._counts.append(estimate_tokens(text, counter=self._counter))
+            self._counts.append(count)
         return self._counts[index]
 
     def fit(self, budget: int) -> Fitted[T]:
@@ -250,7 +285,7 @@ def fit_items(
     ('aaaa',)
     """
     _check_budget(budget, "budget")
-    return _Candidates(items, to_text, counter).fit(budget)
+    return _Candidates(items, to_text, _checked_measure(counter)).fit(budget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +344,35 @@ class BudgetResult:
         )
 
 
+def _fit_all(
+    inputs: Mapping[str, Any], total: Any, measure: Callable[[object, int], int]
+) -> tuple[dict[SectionName, int], dict[SectionName, Fitted[Any]]]:
+    """Both passes over the four sections; ``inputs`` maps each name to an object with
+    ``items`` and ``to_text``."""
+    shares = _allocate(total)
+    candidates: dict[SectionName, _Candidates[Any]] = {}
+    fitted: dict[SectionName, Fitted[Any]] = {}
+    for name in TOP_UP_ORDER:
+        candidates[name] = _Candidates(inputs[name].items, inputs[name].to_text, measure)
+        fitted[name] = candidates[name].fit(shares[name])
+
+    # The pool is the sum of the shares left unused (the rounding remainder of the shares is
+    # not part of it, as in the published package).
+    spare = sum(shares[name] - fitted[name].used_tokens for name in TOP_UP_ORDER)
+    for name in TOP_UP_ORDER:
+        if spare <= 0:
+            break
+        current = fitted[name]
+        if current.dropped == 0:
+            continue
+        # The allowance is what the section already uses plus the pool; its own unused share
+        # is already in the pool, and counting it twice would overshoot the total.
+        refit = candidates[name].fit(current.used_tokens + spare)
+        spare -= refit.used_tokens - current.used_tokens
+        fitted[name] = refit
+    return shares, {name: fitted[name] for name in SECTIONS}
+
+
 def fit_sections(
     entity: SectionInput[Any],
     recent: SectionInput[Any],
@@ -343,28 +407,7 @@ def fit_sections(
             raise TypeError(
                 f"{name} must be a SectionInput(items, to_text), got {type(section).__name__}"
             )
-    shares = allocate(total)
-    candidates: dict[SectionName, _Candidates[Any]] = {
-        name: _Candidates(inputs[name].items, inputs[name].to_text, counter) for name in SECTIONS
-    }
-    fitted: dict[SectionName, Fitted[Any]] = {
-        name: candidates[name].fit(shares[name]) for name in SECTIONS
-    }
-
-    # The rounding remainder of allocate() joins the pool too; it is part of the budget.
-    spare = total - sum(section.used_tokens for section in fitted.values())
-    for name in TOP_UP_ORDER:
-        if spare <= 0:
-            break
-        current = fitted[name]
-        if current.dropped == 0:
-            continue
-        # The allowance is what the section already uses plus the pool; its own unused share
-        # is already in the pool, and counting it twice would overshoot the total.
-        refit = candidates[name].fit(current.used_tokens + spare)
-        spare -= refit.used_tokens - current.used_tokens
-        fitted[name] = refit
-
+    shares, fitted = _fit_all(inputs, total, _checked_measure(counter))
     return BudgetResult(
         entity=fitted["entity"],
         recent=fitted["recent"],

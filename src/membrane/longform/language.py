@@ -1,176 +1,115 @@
 """Which script a text is written in, and which language to ask the model for.
 
-Every decision here is a vote over the letters of a sample, never an existence test: a single
-Han character quoted in English prose must not turn the document Chinese, and the write-time
-guard (:func:`language_mismatch`) uses the same counting so it cannot share a looser rule.
+The decisions here are the published ``longform-memory`` 0.1.1 rules, value for value:
 
-Glyphs identify a script, not always a language: Han, kana, hangul and Thai are named outright,
-while for Latin, Cyrillic, Arabic, Hebrew and Devanagari text the directive quotes a sample of
-the user's own words and asks the model to stay in that language.
+- :func:`dominates` is a majority test against Latin letters, never an existence test: a
+  Chinese title (two Han characters, no Latin) is Chinese, one Han character quoted in English
+  prose is not.
+- :func:`resolve_language` names Korean, Japanese, Chinese and Thai outright (hangul and kana
+  are tested before Han, since Korean and Japanese text carries Han characters too); for
+  Cyrillic, Arabic, Hebrew, Devanagari and Latin text it quotes a sample of the user's own
+  words, because glyphs alone do not tell Spanish from English.
+- :func:`language_mismatch` is deliberately stricter for non-CJK documents: a single
+  ideograph in a record meant for a Latin-script book is a mismatch.
+
+The directive strings are part of the contract (a prompt template receives them verbatim), so
+they are the published package's, byte for byte.
 """
 
 from __future__ import annotations
 
-import bisect
 import re
-import unicodedata
-from collections import Counter
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from membrane.errors import InvalidInputError
 
 __all__ = [
-    "CHAR_COUNTED_SCRIPTS",
+    "ARABIC",
+    "CYRILLIC",
+    "DEVANAGARI",
+    "HAN",
+    "HANGUL",
+    "HEBREW",
+    "KANA",
+    "LATIN",
     "SAMPLE_CHARS",
     "SCRIPTS",
+    "THAI",
     "LanguageHint",
     "dominates",
     "is_char_counted_language",
     "language_mismatch",
     "resolve_language",
-    "script_counts",
 ]
+
+#: Hangul syllables and jamo.
+HANGUL: Final = re.compile("[\uac00-\ud7a3\u1100-\u11ff]")
+#: Hiragana and katakana.
+KANA: Final = re.compile("[\u3040-\u309f\u30a0-\u30ff]")
+#: Han: CJK unified ideographs, extension A and the compatibility block.
+HAN: Final = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+CYRILLIC: Final = re.compile("[\u0400-\u04ff]")
+ARABIC: Final = re.compile("[\u0600-\u06ff]")
+DEVANAGARI: Final = re.compile("[\u0900-\u097f]")
+THAI: Final = re.compile("[\u0e00-\u0e7f]")
+HEBREW: Final = re.compile("[\u0590-\u05ff]")
+#: ASCII letters and Latin-1 from U+00C0: the majority that other scripts are measured against.
+LATIN: Final = re.compile("[A-Za-z\u00c0-\u00ff]")
+
+#: Script names :func:`dominates` accepts besides a compiled pattern.
+SCRIPTS: Final[dict[str, re.Pattern[str]]] = {
+    "arabic": ARABIC,
+    "cyrillic": CYRILLIC,
+    "devanagari": DEVANAGARI,
+    "han": HAN,
+    "hangul": HANGUL,
+    "hebrew": HEBREW,
+    "kana": KANA,
+    "latin": LATIN,
+    "thai": THAI,
+}
 
 #: Characters of the user's sample quoted in a directive: enough to recognise the language,
 #: short enough not to drown the instruction around it.
 SAMPLE_CHARS: Final = 120
 
-# (first code point, last code point, script), sorted; looked up with bisect.
-_RANGES: Final[tuple[tuple[int, int, str], ...]] = (
-    (0x0041, 0x005A, "latin"),
-    (0x0061, 0x007A, "latin"),
-    (0x00C0, 0x024F, "latin"),
-    (0x0250, 0x02AF, "latin"),
-    (0x0300, 0x036F, "latin"),
-    (0x0400, 0x052F, "cyrillic"),
-    (0x0590, 0x05FF, "hebrew"),
-    (0x0600, 0x06FF, "arabic"),
-    (0x0750, 0x077F, "arabic"),
-    (0x08A0, 0x08FF, "arabic"),
-    (0x0900, 0x097F, "devanagari"),
-    (0x0E00, 0x0E7F, "thai"),
-    (0x1100, 0x11FF, "hangul"),
-    (0x1C80, 0x1C8F, "cyrillic"),
-    (0x1E00, 0x1EFF, "latin"),
-    (0x2C60, 0x2C7F, "latin"),
-    (0x2DE0, 0x2DFF, "cyrillic"),
-    (0x3005, 0x3007, "han"),
-    (0x3040, 0x30FF, "kana"),
-    (0x3130, 0x318F, "hangul"),
-    (0x31F0, 0x31FF, "kana"),
-    (0x3400, 0x4DBF, "han"),
-    (0x4E00, 0x9FFF, "han"),
-    (0xA640, 0xA69F, "cyrillic"),
-    (0xA720, 0xA7FF, "latin"),
-    (0xA8E0, 0xA8FF, "devanagari"),
-    (0xA960, 0xA97F, "hangul"),
-    (0xAB30, 0xAB6F, "latin"),
-    (0xAC00, 0xD7FF, "hangul"),
-    (0xF900, 0xFAFF, "han"),
-    (0xFB1D, 0xFB4F, "hebrew"),
-    (0xFB50, 0xFDFF, "arabic"),
-    (0xFE70, 0xFEFF, "arabic"),
-    (0xFF21, 0xFF3A, "latin"),
-    (0xFF41, 0xFF5A, "latin"),
-    (0xFF66, 0xFF9F, "kana"),
-    (0x20000, 0x3134F, "han"),
+# What language_mismatch counts as an ideograph: kana, Han and hangul syllables.
+_IDEOGRAPH: Final = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
 )
-_STARTS: Final = [first for first, _, _ in _RANGES]
-
-#: Script names :func:`dominates` accepts. ``cjk`` groups han, kana and hangul; ``other`` is
-#: any letter outside the listed scripts (Greek, Armenian, Georgian ...).
-SCRIPTS: Final[tuple[str, ...]] = (
-    "arabic",
-    "cjk",
-    "cyrillic",
-    "devanagari",
-    "han",
-    "hangul",
-    "hebrew",
-    "kana",
-    "latin",
-    "other",
-    "thai",
-)
-
-#: Scripts written without spaces between words, whose length is counted in characters.
-CHAR_COUNTED_SCRIPTS: Final = frozenset({"han", "kana", "hangul", "thai"})
-
-_GROUPS: Final[dict[str, frozenset[str]]] = {
-    "cjk": frozenset({"han", "kana", "hangul"}),
-    "char_counted": CHAR_COUNTED_SCRIPTS,
-}
-
-# A character-counted document often names people and places in Latin letters; fewer Latin
-# letters than this in a record is a name, not a record written in the wrong language.
-_MIN_FOREIGN_LETTERS: Final = 12
-# Share of kana among CJK letters from which text reads as Japanese: Japanese prose is mostly
-# kana, but a kanji-heavy title ("進撃の巨人") may hold only one in five.
-_KANA_SHARE_FOR_JAPANESE: Final = 0.1
+_ASCII_LETTER: Final = re.compile("[a-zA-Z]")
+# In a character-counted document, a record with more ASCII letters than this and no
+# ideograph at all was written in the wrong language (fewer is a name or an acronym).
+_MAX_LATIN_IN_CHAR_DOCUMENT: Final = 10
 
 
-def _script_of(char: str) -> str | None:
-    """The script of one letter, or None when ``char`` is not a letter or combining mark."""
-    code = ord(char)
-    slot = bisect.bisect_right(_STARTS, code) - 1
-    if slot >= 0:
-        first, last, script = _RANGES[slot]
-        if first <= code <= last:
-            # Ranges include digits and punctuation of their block; only letters and marks vote.
-            if char.isalpha() or unicodedata.category(char).startswith("M"):
-                return script
-            return None
-    if char.isalpha():
-        return "other"
-    return None
-
-
-def script_counts(text: str) -> Counter[str]:
-    """How many letters of ``text`` belong to each script (digits, spaces and symbols do not
-    count)."""
-    if not isinstance(text, str):
-        raise TypeError(f"expected str, got {type(text).__name__}")
-    counts: Counter[str] = Counter()
-    for char in text:
-        script = _script_of(char)
-        if script is not None:
-            counts[script] += 1
-    return counts
-
-
-def _members(script: str) -> frozenset[str]:
-    group = _GROUPS.get(script)
-    if group is not None:
-        return group
-    if script not in SCRIPTS:
-        raise InvalidInputError(
-            f"unknown script {script!r}; use one of {', '.join(SCRIPTS)} or a compiled pattern",
-            field="script",
-        )
-    return frozenset({script})
+def _dominates(text: str, script: re.Pattern[str]) -> bool:
+    hits = len(script.findall(text))
+    return hits > 0 and hits >= len(LATIN.findall(text))
 
 
 def dominates(text: str, script: str | re.Pattern[str]) -> bool:
-    """Whether at least half of the letters of ``text`` are written in ``script``.
+    """Whether ``text`` holds at least one character of ``script`` and no fewer of them than
+    Latin letters.
 
-    ``script`` is a name from :data:`SCRIPTS` (or ``"char_counted"``), or a compiled pattern
-    matching single characters. Only letters vote, so a Chinese title with no Latin letters is
-    Chinese, while one Han character among thousands of English letters is not. With an exact
-    even split both scripts dominate; :func:`resolve_language` breaks that tie.
+    ``script`` is a compiled pattern matching single characters (such as :data:`HAN`) or a
+    name from :data:`SCRIPTS`.
 
     >>> dominates("The monk wrote 道 on the wall.", "han")
     False
-    >>> dominates("道德经", "han")
+    >>> dominates("道德经", HAN)
     True
     """
-    counts = script_counts(text)
-    letters = sum(counts.values())
-    if isinstance(script, re.Pattern):
-        hits = sum(1 for char in text if _script_of(char) is not None and script.fullmatch(char))
-    else:
-        hits = sum(counts[name] for name in _members(script))
-    return hits > 0 and 2 * hits >= letters
+    if isinstance(script, str):
+        pattern = SCRIPTS.get(script)
+        if pattern is None:
+            raise InvalidInputError(
+                f"unknown script {script!r}; use one of {', '.join(SCRIPTS)} or a compiled pattern",
+                field="script",
+            )
+        script = pattern
+    return _dominates(text, script)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,85 +118,80 @@ class LanguageHint:
 
     ``directive`` is a phrase to drop into a prompt ("Write in {directive}."). ``unit`` is how
     lengths are counted in that language, ``"chars"`` for scripts written without spaces and
-    ``"words"`` otherwise. ``script`` is the winning script name.
+    ``"words"`` otherwise. ``script`` names the deciding script (``"latin"`` when none did).
     """
 
     directive: str
     unit: Literal["chars", "words"]
     char_counted: bool
-    script: str
+    script: str = "latin"
 
 
-_NAMED: Final[dict[str, str]] = {
-    "hangul": "Korean (한국어)",
-    "kana": "Japanese (日本語)",
-    "han": "Chinese (中文)",
-    "thai": "Thai (ภาษาไทย)",
-}
-_GUESSES: Final[dict[str, str]] = {
-    "cyrillic": "Russian or another language written in Cyrillic",
-    "arabic": "Arabic or another language written in Arabic script",
-    "hebrew": "Hebrew",
-    "devanagari": "Hindi or another language written in Devanagari",
-}
-# Tie-break among families with the same letter count: a non-Latin script that appears as
-# often as Latin letters is the stronger signal ("AI时代" is Chinese), and Latin comes last.
-_FAMILY_ORDER: Final = ("cjk", "thai", "cyrillic", "arabic", "hebrew", "devanagari", "other")
+# Tested in this order; the first script that dominates decides.
+_NAMED: Final[tuple[tuple[str, str], ...]] = (
+    ("hangul", "한국어 (Korean)"),
+    ("kana", "日本語 (Japanese)"),
+    ("han", "中文"),
+    ("thai", "ไทย (Thai)"),
+)
+_GUESSED: Final[tuple[tuple[str, str], ...]] = (
+    ("cyrillic", "Russian or another Cyrillic-script language"),
+    ("arabic", "Arabic"),
+    ("hebrew", "Hebrew"),
+    ("devanagari", "Hindi or another Devanagari-script language"),
+)
 
 
-def _sample(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()[:SAMPLE_CHARS]
+def _quoting(text: str, guess: str) -> str:
+    """A directive that anchors the language to the user's own words."""
+    sample = re.sub(r"\s+", " ", text)[:SAMPLE_CHARS]
+    looks = f" (it looks like {guess})" if guess else ""
+    return (
+        f'EXACTLY the same language as this sample{looks} — "{sample}" — '
+        "do NOT translate or switch to another language"
+    )
 
 
-def _cjk_language(counts: Counter[str]) -> str:
-    hangul, kana, han = counts["hangul"], counts["kana"], counts["han"]
-    # Korean prose may include Han; Japanese never includes hangul.
-    if hangul and hangul >= kana:
-        return "hangul"
-    if kana and kana >= _KANA_SHARE_FOR_JAPANESE * (hangul + kana + han):
-        return "kana"
-    return "han"
+def _resolve(sample: str | None) -> LanguageHint:
+    text = (sample or "").strip()
+    for script, name in _NAMED:
+        if _dominates(text, SCRIPTS[script]):
+            return LanguageHint(name, "chars", True, script)
+    for script, guess in _GUESSED:
+        if _dominates(text, SCRIPTS[script]):
+            return LanguageHint(_quoting(text, guess), "words", False, script)
+    if not text:
+        return LanguageHint("English", "words", False, "latin")
+    return LanguageHint(_quoting(text, ""), "words", False, "latin")
 
 
 def resolve_language(sample: str) -> LanguageHint:
     """Decide which language to ask the model to write in, from a sample of the user's text.
 
     Pass the user's own words (a title and an outline, a chapter), not prompt text you wrote.
-    The script with the most letters wins; Korean and Japanese are told apart from Chinese by
-    their hangul and kana. An empty sample falls back to English.
+    Korean, Japanese, Chinese and Thai are named; other scripts get a directive quoting the
+    first :data:`SAMPLE_CHARS` characters of the sample. An empty sample means English.
 
-    >>> resolve_language("第一章 雨夜").directive.startswith("Chinese")
-    True
+    >>> resolve_language("第一章 雨夜").directive
+    '中文'
     >>> resolve_language("Il pleuvait sur la ville.").unit
     'words'
     """
-    text = sample.strip()
-    counts = script_counts(text)
-    if not counts:
-        return LanguageHint(directive="English", unit="words", char_counted=False, script="latin")
-    families: dict[str, int] = {
-        "cjk": counts["han"] + counts["kana"] + counts["hangul"],
-        **{name: counts[name] for name in _FAMILY_ORDER[1:]},
-        "latin": counts["latin"],
-    }
-    winner = max(families, key=lambda name: families[name])
-    quoted = _sample(text)
-    if winner in ("cjk", "thai"):
-        script = _cjk_language(counts) if winner == "cjk" else "thai"
-        directive = (
-            f"{_NAMED[script]}, in the same language and script as this sample, without "
-            f'translating: "{quoted}"'
-        )
-        return LanguageHint(directive=directive, unit="chars", char_counted=True, script=script)
-    guess = _GUESSES.get(winner)
-    probably = f", probably {guess}" if guess else ""
-    directive = f'the same language as this sample{probably}, without translating: "{quoted}"'
-    return LanguageHint(directive=directive, unit="words", char_counted=False, script=winner)
+    return _resolve(sample)
 
 
 def is_char_counted_language(sample: str) -> bool:
     """Whether the language of ``sample`` counts length in characters (CJK, Thai)."""
-    return resolve_language(sample).char_counted
+    return _resolve(sample).char_counted
+
+
+def _mismatch(text: str, document_is_char_counted: object) -> bool:
+    if not text:
+        return False
+    ideographs = len(_IDEOGRAPH.findall(text))
+    if document_is_char_counted:
+        return ideographs == 0 and len(_ASCII_LETTER.findall(text)) > _MAX_LATIN_IN_CHAR_DOCUMENT
+    return ideographs > 0
 
 
 def language_mismatch(text: str, document_is_char_counted: bool) -> bool:
@@ -265,22 +199,12 @@ def language_mismatch(text: str, document_is_char_counted: bool) -> bool:
 
     Run it on every record a model produces before storing it; a record that slipped into the
     wrong language is injected into every later prompt and pulls the document along with it.
+    In a character-counted document (CJK) the text is a mismatch when it has no ideograph and
+    more than ten ASCII letters; in any other document, when it has a single ideograph.
 
-    In a character-counted document (CJK, Thai) the text is a mismatch when most of its letters
-    are in other scripts, unless those are only a few letters (a name). In any other document
-    it is a mismatch when at least half of its letters are CJK or Thai.
-
-    >>> language_mismatch("林 met the ferryman at dawn.", document_is_char_counted=False)
-    False
-    >>> language_mismatch("林在黎明时分遇见了船夫。", document_is_char_counted=False)
+    >>> language_mismatch("hello 你", document_is_char_counted=False)
     True
+    >>> language_mismatch("林在黎明时分遇见了船夫。", document_is_char_counted=True)
+    False
     """
-    if not text:
-        return False
-    counts = script_counts(text)
-    letters = sum(counts.values())
-    dense = sum(counts[name] for name in CHAR_COUNTED_SCRIPTS)
-    if document_is_char_counted:
-        foreign = letters - dense
-        return 2 * dense < letters and foreign >= _MIN_FOREIGN_LETTERS
-    return dense > 0 and 2 * dense >= letters
+    return _mismatch(text, document_is_char_counted)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from membrane.errors import InvalidInputError, StoreUnavailable
+from membrane.longform._matrix import Document, VectorCache, VectorSet, new_owner
 from membrane.longform.budget import (
     DEFAULT_MEMORY_BUDGET,
     BudgetResult,
@@ -42,8 +43,16 @@ from membrane.longform.vector import (
     DEFAULT_K,
     DEFAULT_MIN_SCORE,
     RELATIVE_FLOOR,
+    ScoredRow,
+    _candidates,
+    _check_search_args,
+    _dot,
+    _raw_bytes,
+    _select,
+    _unit,
     decode_vector,
     encode_vector,
+    numpy_available,
     search_top_k,
 )
 
@@ -244,13 +253,26 @@ class LongformStore:
     Open one store per thread or process that uses it; a store may also be shared by threads
     (calls are serialised). ``path=":memory:"`` gives a private in-memory database.
 
+    With NumPy installed, :meth:`search` (and the retrieval of :meth:`memory_block`) keeps the
+    decoded embeddings in ``vector_cache`` (a private :class:`VectorCache` by default), updates
+    them in place on every write through this store, and reloads them when another connection
+    has written to the file since.
+
     >>> with LongformStore(":memory:") as store:
     ...     store.put_chapter(1, "Mara signs on as first mate.")
     ...     store.get_chapter(1).summary
     'Mara signs on as first mate.'
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 10.0,
+        vector_cache: VectorCache | None = None,
+    ) -> None:
+        self._vectors = VectorCache() if vector_cache is None else vector_cache
+        self._owner = new_owner()
         self._path = os.fspath(path)
         self._name = f"sqlite:{self._path}"
         self._lock = threading.RLock()
@@ -344,7 +366,13 @@ class LongformStore:
     def close(self) -> None:
         """Close the connection; the store cannot be used afterwards."""
         with self._lock:
+            self._vectors.discard(self._owner)
             self._db.close()
+
+    @property
+    def vector_cache(self) -> VectorCache:
+        """The cache holding this store's decoded embeddings."""
+        return self._vectors
 
     def __enter__(self) -> LongformStore:
         return self
@@ -374,6 +402,8 @@ class LongformStore:
         none are.
         """
 
+        written: list[tuple[int, str | None]] = []
+
         def rows() -> Iterator[tuple[int, str, str, str | None]]:
             for position, chapter in enumerate(chapters):
                 if not isinstance(chapter, ChapterSummary):
@@ -388,16 +418,184 @@ class LongformStore:
                         "a chapter summary must be a string", field=f"chapters[{position}].summary"
                     )
                 embedding = _encoded(chapter.embedding, f"chapters[{position}].embedding")
+                written.append((chapter.number, embedding))
                 yield chapter.number, chapter.title, chapter.summary, embedding
 
-        with self._write("write chapters") as db:
-            cursor = db.executemany(
-                "INSERT INTO chapters (number, title, summary, embedding) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (number) DO UPDATE SET title = excluded.title, "
-                "summary = excluded.summary, embedding = excluded.embedding",
-                rows(),
+        with self._lock:
+            with self._write("write chapters") as db:
+                # Read inside the write lock: a changed version means another connection wrote
+                # since the matrices were loaded, and they cannot be patched, only reloaded.
+                version = self._data_version(db)
+                cursor = db.executemany(
+                    "INSERT INTO chapters (number, title, summary, embedding) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (number) DO UPDATE SET title = excluded.title, "
+                    "summary = excluded.summary, embedding = excluded.embedding",
+                    rows(),
+                )
+                count = cursor.rowcount
+            self._patch_vectors(version, written)
+            return count
+
+    # -- cached vectors ---------------------------------------------------------------------
+
+    @staticmethod
+    def _data_version(db: sqlite3.Connection) -> int:
+        return int(db.execute("PRAGMA data_version").fetchone()[0])
+
+    def _patch_vectors(self, version: int, written: Sequence[tuple[int, str | None]]) -> None:
+        document = self._vectors.get(self._owner)
+        if document is None:
+            return
+        if document.version != version:
+            self._vectors.discard(self._owner)
+            return
+        for number, embedding in written:
+            document.write(number, None if embedding is None else _raw_bytes(embedding))
+        self._vectors.refit(self._owner)
+
+    def _document(self, db: sqlite3.Connection) -> Document:
+        """This store's matrices as of the current read transaction, loaded if needed."""
+        version = self._data_version(db)
+        document = self._vectors.get(self._owner)
+        if document is not None and document.version == version:
+            return document
+        numbers: dict[int, list[int]] = {}
+        chunks: dict[int, list[bytes]] = {}
+        for number, embedding in db.execute(
+            "SELECT number, embedding FROM chapters WHERE embedding IS NOT NULL ORDER BY number"
+        ):
+            raw = _raw_bytes(embedding)
+            if raw is None:
+                continue
+            dim = len(raw) // 4
+            numbers.setdefault(dim, []).append(number)
+            chunks.setdefault(dim, []).append(raw)
+        sets = {dim: VectorSet(dim, numbers[dim], b"".join(chunks[dim])) for dim in numbers}
+        document = Document(version, sets)
+        self._vectors.put(self._owner, document)
+        return document
+
+    def _search_cached(
+        self,
+        db: sqlite3.Connection,
+        query: list[float],
+        k: int,
+        min_score: float,
+        relative_floor: float,
+        before_chapter: int | None,
+        exclude: Iterable[int],
+    ) -> list[tuple[int, float]]:
+        """``(chapter, score)`` hits, exactly as :func:`search_top_k` ranks the same rows in
+        chapter order: one float32 matrix-vector product, then the float64 re-score of every
+        row that could still be a hit."""
+        import numpy as np
+
+        vectors = self._document(db).sets.get(len(query))
+        if vectors is None or vectors.count == 0:
+            return []
+        matrix, norms, numbers = vectors.view()
+        usable = np.ones(vectors.count, dtype=bool)
+        if before_chapter is not None:
+            usable &= numbers < before_chapter
+        excluded = np.fromiter(exclude, dtype=np.int64)
+        if excluded.size:
+            usable &= ~np.isin(numbers, excluded)
+        query32 = np.asarray(query, dtype=np.float32)
+        allowed = np.flatnonzero(usable)
+        if allowed.size == 0:
+            return []
+        if allowed.size * 2 < vectors.count:
+            # Early chapters see only a small part of the book: score just those rows.
+            chosen = allowed[
+                _candidates(matrix[allowed], norms[allowed], query32, k, min_score, relative_floor)
+            ]
+        else:
+            chosen = _candidates(matrix, norms, query32, k, min_score, relative_floor, usable)
+        scored = []
+        for position in chosen.tolist():
+            score = _dot(query, matrix[position].tolist())
+            if not score < min_score:
+                scored.append((int(numbers[position]), score))
+        # Chapter order is the row order search_top_k sees, and so the order of equal scores.
+        scored.sort()
+        return _select(scored, k, relative_floor)
+
+    def search(
+        self,
+        query: Sequence[float],
+        *,
+        k: int = DEFAULT_K,
+        min_score: float = DEFAULT_MIN_SCORE,
+        relative_floor: float = RELATIVE_FLOOR,
+        before_chapter: int | None = None,
+        exclude: Iterable[int] = (),
+        use_numpy: bool | None = None,
+    ) -> list[ScoredRow[ChapterSummary]]:
+        """The stored chapters most similar to ``query``, best first.
+
+        The same hits, order and scores as :func:`search_top_k` over the chapters with an
+        embedding (in chapter order), restricted to those before ``before_chapter`` and not in
+        ``exclude``. With NumPy (``use_numpy`` None or True) the decoded vectors stay cached
+        between calls; ``use_numpy=False`` decodes every row in pure Python each time.
+        """
+        _check_search_args(k, min_score, relative_floor)
+        if isinstance(query, (str, bytes)):
+            raise TypeError("search expects the query as a sequence of numbers")
+        excluded = sorted({_check_chapter(number, "exclude") for number in exclude})
+        with self._read("search chapters") as db:
+            hits = self._search_in(
+                db, query, k, min_score, relative_floor, before_chapter, excluded, use_numpy
             )
-            return cursor.rowcount
+            found = {c.number: c for c in self._chapters_in(db, sorted(n for n, _ in hits))}
+        return [ScoredRow(row=found[number], score=score) for number, score in hits]
+
+    def _search_in(
+        self,
+        db: sqlite3.Connection,
+        query: Sequence[float],
+        k: int,
+        min_score: float,
+        relative_floor: float,
+        before_chapter: int | None,
+        exclude: Sequence[int],
+        use_numpy: bool | None,
+    ) -> list[tuple[int, float]]:
+        normalised = _unit(query)
+        if k == 0 or not normalised:
+            return []
+        if use_numpy is None:
+            use_numpy = numpy_available()
+        elif use_numpy and not numpy_available():
+            raise ModuleNotFoundError(
+                "search(use_numpy=True) needs NumPy: pip install numpy, or pass use_numpy=None"
+            )
+        if use_numpy:
+            return self._search_cached(
+                db,
+                normalised,
+                k,
+                float(min_score),
+                float(relative_floor),
+                before_chapter,
+                exclude,
+            )
+        rows = db.execute(
+            "SELECT number, embedding FROM chapters WHERE embedding IS NOT NULL AND number < ? "
+            "ORDER BY number",
+            (2**62 if before_chapter is None else before_chapter,),
+        ).fetchall()
+        skip = set(exclude)
+        pool = [row for row in rows if row[0] not in skip]
+        hits = search_top_k(
+            query,
+            pool,
+            lambda row: row[1],
+            k=k,
+            min_score=min_score,
+            relative_floor=relative_floor,
+            use_numpy=False,
+        )
+        return [(hit.row[0], hit.score) for hit in hits]
 
     def get_chapter(self, number: int) -> ChapterSummary | None:
         """One chapter's summary, or None."""
@@ -626,36 +824,31 @@ class LongformStore:
             raise InvalidInputError("recent_chapters must be an int", field="recent_chapters")
         if recent_chapters < 0:
             raise InvalidInputError("recent_chapters must be >= 0", field="recent_chapters")
+        _check_search_args(k, min_score, relative_floor)
+        if isinstance(query_embedding, (str, bytes)):
+            raise TypeError("query_embedding must be a sequence of numbers")
         recent_from = max(1, chapter - recent_chapters)
         sampled = skeleton_chapters(chapter, recent_from)
         with self._read("assemble memory block") as db:
             recent = self._chapter_range(db, recent_from, chapter - 1)
             skeleton = self._chapters_in(db, sampled)
             entities = self._entities(db, entity_limit, chapter)
-            candidates: list[tuple[int, str, str, str]] = []
+            scores: dict[int, float] = {}
+            retrieved: list[ChapterSummary] = []
             if query_embedding is not None:
-                candidates = db.execute(
-                    "SELECT number, summary, title, embedding FROM chapters "
-                    "WHERE number < ? AND embedding IS NOT NULL ORDER BY number",
-                    (recent_from,),
-                ).fetchall()
-
-        in_skeleton = set(sampled)
-        scores: dict[int, float] = {}
-        retrieved: list[ChapterSummary] = []
-        if query_embedding is not None:
-            pool = [row for row in candidates if row[0] not in in_skeleton]
-            for hit in search_top_k(
-                query_embedding,
-                pool,
-                lambda row: row[3],
-                k=k,
-                min_score=min_score,
-                relative_floor=relative_floor,
-                use_numpy=use_numpy,
-            ):
-                scores[hit.row[0]] = hit.score
-                retrieved.append(ChapterSummary(*hit.row))
+                hits = self._search_in(
+                    db,
+                    query_embedding,
+                    k,
+                    min_score,
+                    relative_floor,
+                    recent_from,
+                    sampled,
+                    use_numpy,
+                )
+                scores = dict(hits)
+                found = {c.number: c for c in self._chapters_in(db, sorted(scores))}
+                retrieved = [found[number] for number, _ in hits]
 
         def chapter_text(item: ChapterSummary) -> str:
             return labels.chapter_line.format(number=item.number, summary=item.summary) + "\n"

@@ -2,23 +2,27 @@
 
 The wire format is the cross-language contract: the vector is L2-normalised, packed as
 little-endian IEEE-754 float32 values and base64-encoded (standard alphabet, with padding).
-A store written by the TypeScript ``longform-memory`` package reads here unchanged, and the
-reverse. Because rows are normalised when written, cosine similarity is a dot product.
+The arithmetic follows the published ``longform-memory`` 0.1.1 package step for step (the
+squares and the products are summed left to right in float64), so the bytes written and the
+scores computed here are bit-identical to it. Because rows are normalised when written, cosine
+similarity is a dot product.
 
 Search is brute force: fine for one document's worth of vectors (thousands), not for a corpus.
-With NumPy installed the scoring is vectorised; the rows returned and their order are the same
-as without it.
+With NumPy installed the scoring is vectorised; the rows returned, their order and their scores
+are the same as without it. :class:`membrane.longform.LongformStore` goes one step further and
+keeps the decoded matrix between queries.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import math
 import operator
 import struct
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, Final, Generic, TypeVar
 
 from membrane.errors import InvalidInputError
@@ -52,6 +56,8 @@ RELATIVE_FLOOR: Final = 0.88
 #: building arrays would outweigh the vectorised dot products.
 NUMPY_MIN_ROWS: Final = 64
 
+_INF: Final = float("inf")
+
 
 @dataclass(frozen=True, slots=True)
 class ScoredRow(Generic[T]):
@@ -61,22 +67,36 @@ class ScoredRow(Generic[T]):
     score: float
 
 
-def _normalised(vector: Sequence[float]) -> list[float]:
-    """The vector scaled to unit length, or zeros when that is undefined."""
-    values = [float(x) for x in vector]
-    # math.hypot scales internally, so huge components do not overflow to inf.
-    norm = math.hypot(*values)
-    if norm == 0.0 or not math.isfinite(norm):
+def _left_to_right(terms: Iterable[Any]) -> Any:
+    """``0.0 + t0 + t1 + ...`` in exactly that order (``sum()`` compensates from Python 3.12,
+    which would change the last bits and with them the ties between rows)."""
+    return deque(accumulate(terms, initial=0.0), maxlen=1)[0]
+
+
+def _unit(vector: Any) -> list[float]:
+    """``vector`` divided by its L2 norm; all zeros when the norm is 0, NaN or infinite."""
+    norm = _left_to_right(x * x for x in vector) ** 0.5
+    if not norm or norm != norm or norm == _INF:
         # A NaN would poison every comparison in a sort; zeros score 0 against everything.
-        return [0.0] * len(values)
-    return [x / norm for x in values]
+        return [0.0] * len(vector)
+    return [x / norm for x in vector]
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    total: float = _left_to_right(map(operator.mul, a, b))
+    return total
+
+
+def _encode(vector: Any) -> str:
+    values = _unit(vector)
+    return base64.b64encode(struct.pack(f"<{len(values)}f", *values)).decode("ascii")
 
 
 def encode_vector(vector: Sequence[float]) -> str:
     """Normalise ``vector`` and encode it in the wire format.
 
-    A zero vector, or one with a NaN or infinite component, encodes as zeros of the same
-    dimension.
+    A zero vector, or one with a NaN or infinite component (or whose squares overflow),
+    encodes as zeros of the same dimension.
 
     >>> encode_vector([3.0, 4.0])
     'mpkZP83MTD8='
@@ -85,47 +105,53 @@ def encode_vector(vector: Sequence[float]) -> str:
         raise TypeError("encode_vector expects a sequence of numbers, not a string")
     if len(vector) == 0:
         raise InvalidInputError("cannot encode an empty vector", field="vector")
-    values = _normalised(vector)
-    raw = struct.pack(f"<{len(values)}f", *values)
-    return base64.b64encode(raw).decode("ascii")
+    return _encode(vector)
 
 
-def _raw_bytes(encoded: object) -> bytes | None:
+def _raw_bytes(encoded: Any) -> bytes | None:
     """The decoded bytes of one stored vector, or None when they cannot be a float32 array."""
-    if not isinstance(encoded, str) or not encoded:
+    if not encoded:
         return None
     try:
         raw = base64.b64decode(encoded, validate=True)
-    except (binascii.Error, ValueError):
+    except Exception:
+        # Whatever the stored value is (bad padding, non-ASCII text, not a string at all), one
+        # unreadable row is skipped rather than failing the recall.
         return None
-    if not raw or len(raw) % 4:
+    if len(raw) % 4:
         return None
     return raw
 
 
-def _floats(raw: bytes) -> tuple[float, ...] | None:
+def _unpack(raw: bytes) -> tuple[float, ...]:
     values: tuple[float, ...] = struct.unpack(f"<{len(raw) // 4}f", raw)
+    return values
+
+
+def _finite(values: tuple[float, ...]) -> bool:
     # float32 values cannot overflow a float64 sum, so the sum is finite exactly when every
     # component is: one pass in C instead of a Python-level check per component.
-    return values if math.isfinite(sum(values)) else None
+    return math.isfinite(sum(values))
+
+
+def _decode(encoded: Any) -> list[float] | None:
+    raw = _raw_bytes(encoded)
+    return None if raw is None else list(_unpack(raw))
 
 
 def decode_vector(encoded: str) -> list[float] | None:
     """Decode a wire-format vector.
 
-    Returns None, instead of raising, when the text is not valid base64, the byte length is not
-    a multiple of four, or a component is NaN or infinite: one bad row must not break a recall.
+    Returns None, instead of raising, when the value is empty, not valid base64, or its byte
+    length is not a multiple of four: one bad row must not break a recall. The components are
+    returned as stored, NaN and infinities included (:func:`search_top_k` skips such rows).
 
     >>> decode_vector("mpkZP83MTD8=")
     [0.6000000238418579, 0.800000011920929]
     >>> decode_vector("not base64!") is None
     True
     """
-    raw = _raw_bytes(encoded)
-    if raw is None:
-        return None
-    values = _floats(raw)
-    return None if values is None else list(values)
+    return _decode(encoded)
 
 
 def numpy_available() -> bool:
@@ -135,11 +161,6 @@ def numpy_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    total: float = sum(map(operator.mul, a, b))
-    return total
 
 
 def _check_search_args(k: object, min_score: object, relative_floor: object) -> None:
@@ -156,46 +177,112 @@ def _check_search_args(k: object, min_score: object, relative_floor: object) -> 
         )
 
 
-def _select(
-    scored: list[tuple[int, float]], k: int, min_score: float, relative_floor: float
-) -> list[tuple[int, float]]:
-    """Apply both floors and the cut to ``(row index, score)`` pairs; ties keep input order."""
-    passing = [pair for pair in scored if pair[1] >= min_score]
-    if not passing:
-        return []
-    passing.sort(key=lambda pair: (-pair[1], pair[0]))
-    best = passing[0][1]
-    # A relative floor only means something against a positive best score; with a negative
-    # best (possible when min_score is negative) it would reject the best hit itself.
-    floor = best * relative_floor if best > 0.0 else -math.inf
-    return [pair for pair in passing if pair[1] >= floor][:k]
-
-
-def _search_pure(
+def _score_rows(
     query: list[float],
-    rows: Sequence[T],
-    get_embedding: Callable[[T], str],
+    rows: Sequence[Any],
+    get_embedding: Callable[[Any], Any],
+    min_score: Any,
+    *,
+    finite_only: bool,
 ) -> list[tuple[int, float]]:
+    """``(position, score)`` of every row of the query's dimension scoring at least
+    ``min_score``, in row order. ``finite_only`` skips rows holding NaN or infinity."""
     width = 4 * len(query)
     scored: list[tuple[int, float]] = []
-    for index, row in enumerate(rows):
+    for position, row in enumerate(rows):
         raw = _raw_bytes(get_embedding(row))
         if raw is None or len(raw) != width:
             continue
-        vector = _floats(raw)
-        if vector is not None:
-            scored.append((index, _dot(query, vector)))
+        values = _unpack(raw)
+        if finite_only and not _finite(values):
+            continue
+        score = _dot(query, values)
+        if score < min_score:
+            continue
+        scored.append((position, score))
     return scored
 
 
-def _decode_matrix(encoded: Sequence[object], dimension: int) -> tuple[list[int], Any]:
-    """The rows that hold a vector of ``dimension``, decoded into one float32 matrix.
+def _select(
+    scored: list[tuple[int, float]], k: Any, relative_floor: Any
+) -> list[tuple[int, float]]:
+    """Best first (a stable sort, so equal scores keep row order), then the relative floor
+    against the best score, then the first ``k``."""
+    if not scored:
+        return []
+    ranked = sorted(scored, key=operator.itemgetter(1), reverse=True)
+    floor = ranked[0][1] * relative_floor
+    return [pair for pair in ranked if pair[1] >= floor][:k]
 
-    Returns their positions in ``encoded`` and the matrix. Decoding goes row by row through
-    the same check as the pure path: CPython's base64 decoder runs at a few hundred MB/s, as
-    fast as an array-based decoder measured here, and sharing it means both paths accept
-    exactly the same rows. (Rows with NaN or infinite components are still in the matrix.)
+
+def _margin_factor(dimension: int) -> float | None:
+    """Bound on ``|float32 score - exact score|`` per unit of row norm, or None when the bound
+    is too loose to prune anything (millions of dimensions)."""
+    # Rounding the query to float32 and summing d float32 products each cost at most about
+    # d * 2**-24 relative to |q| |v| (|q| = 1); the float64 reference adds far less. The margin
+    # doubles that bound.
+    growth = (dimension + 2) * 2.0**-24
+    if growth >= 0.25:
+        return None
+    return 2.0 * growth / (1.0 - growth) * 1.01
+
+
+def _candidates(
+    matrix: Any,
+    norms: Any,
+    query32: Any,
+    k: int,
+    min_score: float,
+    relative_floor: float,
+    usable: Any = None,
+) -> Any:
+    """Positions of the rows of ``matrix`` (float32, finite rows) that may be among the hits.
+
+    Every float32 score gets a bound on its distance from the exact score; a row is dropped
+    only when even its best case fails a floor or stays below the k-th place among rows that
+    surely pass, so re-scoring the remaining rows exactly gives the same hits as scoring all.
     """
+    import numpy as np
+
+    dimension = matrix.shape[1]
+    factor = _margin_factor(dimension)
+    count = matrix.shape[0]
+    keep = np.ones(count, dtype=bool) if usable is None else usable.copy()
+    if factor is None or count == 0:
+        return np.flatnonzero(keep)
+    with np.errstate(all="ignore"):
+        approx = (matrix @ query32).astype(np.float64)
+        margin = norms * factor + dimension * 2.0**-120
+        wild = ~np.isfinite(approx) | ~np.isfinite(margin)
+        approx[wild] = 0.0
+        margin[wild] = np.inf
+        upper = approx + margin
+        lower = approx - margin
+    keep &= upper >= min_score
+    if not keep.any():
+        return np.flatnonzero(keep)
+    # The best hit scores at least the largest lower bound among rows that surely pass the
+    # absolute floor, so the relative floor is at least that times relative_floor.
+    sure_min = keep & (lower >= min_score)
+    if sure_min.any():
+        keep &= upper >= float(lower[sure_min].max()) * relative_floor
+        if not keep.any():
+            return np.flatnonzero(keep)
+    # And it scores at most the largest upper bound: rows whose lower bound clears both floors
+    # with that best case are surely hits; the k-th best of their lower bounds is a score any
+    # row in the final top k must reach.
+    top_upper = float(upper[keep].max())
+    surely = keep & (lower >= min_score) & (lower >= top_upper * relative_floor)
+    sure_lower = lower[surely]
+    if k and sure_lower.size >= k:
+        kth = float(np.partition(sure_lower, sure_lower.size - k)[sure_lower.size - k])
+        keep &= upper >= kth
+    return np.flatnonzero(keep)
+
+
+def _decode_matrix(encoded: Sequence[object], dimension: int) -> tuple[list[int], Any, Any]:
+    """The finite rows that hold a vector of ``dimension``, as one float32 matrix, their
+    positions in ``encoded`` and their float64 norms."""
     import numpy as np
 
     width = 4 * dimension
@@ -207,72 +294,46 @@ def _decode_matrix(encoded: Sequence[object], dimension: int) -> tuple[list[int]
             positions.append(position)
             chunks.append(raw)
     matrix = np.frombuffer(b"".join(chunks), dtype="<f4").reshape(len(chunks), dimension)
-    return positions, matrix.astype(np.float32, copy=False)
+    matrix = matrix.astype(np.float32, copy=False)
+    with np.errstate(all="ignore"):
+        # Squares of float32 values cannot overflow float64, so a row norm is finite exactly
+        # when the row is; NaN and infinite rows drop out here, as the pure path skips them.
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
+    finite = np.isfinite(norms)
+    if not finite.all():
+        keep = np.flatnonzero(finite)
+        positions = [positions[i] for i in keep.tolist()]
+        matrix = matrix[keep]
+        norms = norms[keep]
+    return positions, matrix, norms
+
+
+def _exact(query: list[float], matrix: Any, positions: Any) -> list[tuple[int, float]]:
+    """``(position, exact score)`` for the given matrix rows, in position order."""
+    return [(int(p), _dot(query, matrix[p].tolist())) for p in sorted(positions.tolist())]
 
 
 def _search_numpy(
     query: list[float],
     rows: Sequence[T],
-    get_embedding: Callable[[T], str],
+    get_embedding: Callable[[T], Any],
     k: int,
     min_score: float,
     relative_floor: float,
-) -> list[tuple[int, float]]:
-    """Score every row with one float32 matrix product, then re-score exactly the few that can
-    still win.
-
-    The product rounds differently from the pure path. Each approximate score gets a bound on
-    that difference; every row whose bound overlaps a decision (a floor or the k-th place) is
-    re-scored with the pure path's own arithmetic, so the hits and their scores are identical.
-    """
+) -> list[tuple[int, float]] | None:
+    """Scored candidates via one float32 matrix product; None when the pure path must run."""
     import numpy as np
 
     dimension = len(query)
-    # Rounding the query to float32 and summing d float32 products each cost at most about
-    # d * 2**-24 relative to |q| |v| (|q| = 1); the pure float64 sum adds far less. The margin
-    # doubles that bound; past a few million dimensions it is useless and the pure path runs.
-    growth = (dimension + 2) * 2.0**-24
-    if growth >= 0.25:
-        return _search_pure(query, rows, get_embedding)
-    factor = 2.0 * growth / (1.0 - growth) * 1.01
-    positions, matrix = _decode_matrix([get_embedding(row) for row in rows], dimension)
-    if not positions:
-        return []
-    # Non-finite and overflowing rows are handled explicitly below, so the floating-point
-    # warnings NumPy would raise for them are noise.
-    with np.errstate(all="ignore"):
-        # Squares of float32 values cannot overflow float64, so a row norm is finite exactly
-        # when the row is; NaN and infinite rows drop out here, as decode_vector drops them.
-        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
-        finite = np.isfinite(norms)
-        approx = (matrix @ np.asarray(query, dtype=np.float32)).astype(np.float64)
-        margin = norms * factor + dimension * 2.0**-120
-        wild = ~np.isfinite(approx) | ~np.isfinite(margin)
-        approx[wild] = 0.0
-        margin[wild] = np.inf
-        upper = np.where(finite, approx + margin, -np.inf)
-        lower = np.where(finite, approx - margin, -np.inf)
-
-    candidate = finite & (upper >= min_score)
-    top_lower = float(lower.max())
-    if top_lower > 0.0:
-        candidate &= upper >= top_lower * relative_floor
-    # Rows that certainly pass both floors; the k-th best of their lower bounds is a score any
-    # row in the final top k must reach.
-    top_upper = float(upper.max())
-    surely = finite & (lower >= min_score)
-    if top_upper > 0.0:
-        surely &= lower >= top_upper * relative_floor
-    sure_lower = lower[surely]
-    if k and sure_lower.size >= k:
-        kth = float(np.partition(sure_lower, sure_lower.size - k)[sure_lower.size - k])
-        candidate &= upper >= kth
-
-    exact: list[tuple[int, float]] = []
-    for position in np.flatnonzero(candidate).tolist():
-        vector = matrix[position].tolist()
-        exact.append((positions[position], _dot(query, vector)))
-    return exact
+    if _margin_factor(dimension) is None:
+        return None
+    positions, matrix, norms = _decode_matrix([get_embedding(row) for row in rows], dimension)
+    chosen = _candidates(
+        matrix, norms, np.asarray(query, dtype=np.float32), k, min_score, relative_floor
+    )
+    return [
+        (positions[p], score) for p, score in _exact(query, matrix, chosen) if not score < min_score
+    ]
 
 
 def search_top_k(
@@ -288,11 +349,11 @@ def search_top_k(
     """The rows most similar to ``query``, best first.
 
     ``get_embedding`` returns a row's stored vector in the wire format. Rows whose vector does
-    not decode, or whose dimension differs from the query's (a store half-migrated to another
-    embedding model), are skipped. A hit must score at least ``min_score`` and at least
-    ``relative_floor`` times the best hit; at most ``k`` are returned, equal scores in input
-    order. ``use_numpy``: None picks NumPy when it is installed and there are enough rows,
-    True requires it, False never uses it; all three return the same hits.
+    not decode, holds NaN or infinity, or has another dimension than the query (a store
+    half-migrated to another embedding model) are skipped. A hit scores at least ``min_score``
+    and at least ``relative_floor`` times the best hit; at most ``k`` are returned, equal
+    scores in input order. ``use_numpy``: None picks NumPy when it is installed and there are
+    enough rows, True requires it, False never uses it; all three return the same hits.
 
     >>> rows = [("cellar", encode_vector([1.0, 0.1])), ("roof", encode_vector([0.0, 1.0]))]
     >>> [hit.row[0] for hit in search_top_k([1.0, 0.0], rows, lambda r: r[1])]
@@ -301,21 +362,22 @@ def search_top_k(
     _check_search_args(k, min_score, relative_floor)
     if isinstance(query, (str, bytes)):
         raise TypeError("search_top_k expects the query as a sequence of numbers")
-    normalised = _normalised(query)
-    if k == 0 or not normalised or not any(normalised):
+    normalised = _unit(query)
+    if k == 0 or not normalised:
         return []
     if use_numpy is None:
         use_numpy = len(rows) >= NUMPY_MIN_ROWS and numpy_available()
+    if use_numpy and not numpy_available():
+        raise ModuleNotFoundError(
+            "search_top_k(use_numpy=True) needs NumPy: pip install numpy, "
+            "or pass use_numpy=None to fall back to pure Python"
+        )
+    scored = None
     if use_numpy:
-        if not numpy_available():
-            raise ModuleNotFoundError(
-                "search_top_k(use_numpy=True) needs NumPy: pip install numpy, "
-                "or pass use_numpy=None to fall back to pure Python"
-            )
         scored = _search_numpy(
             normalised, rows, get_embedding, k, float(min_score), float(relative_floor)
         )
-    else:
-        scored = _search_pure(normalised, rows, get_embedding)
-    chosen = _select(scored, k, float(min_score), float(relative_floor))
+    if scored is None:
+        scored = _score_rows(normalised, rows, get_embedding, min_score, finite_only=True)
+    chosen = _select(scored, k, relative_floor)
     return [ScoredRow(row=rows[index], score=score) for index, score in chosen]

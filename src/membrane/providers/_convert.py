@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 from membrane.capabilities import get_cache_pricing, get_token_scale
 from membrane.errors import InvalidInputError
 from membrane.messages import NormalMessage, Part, Text, normalize_messages
+from membrane.report import MetadataView
 
 __all__ = [
     "Breakpoint",
@@ -64,7 +65,7 @@ class Breakpoint:
 
 
 def require_end_placement(result: CompiledPrompt, builder: str) -> None:
-    placement = result.metadata.get("memory_placement")
+    placement = MetadataView(result.metadata).placement
     if placement != "end":
         raise InvalidInputError(
             f"{builder} needs a result compiled with memory_placement='end' (the default); "
@@ -92,7 +93,7 @@ def parse_data_url(url: str, where: str) -> tuple[str, str]:
 
 def read_breakpoints(metadata: Mapping[str, Any], n_messages: int) -> list[Breakpoint]:
     """The ``cache_breakpoints`` of a compile result, checked."""
-    raw = metadata.get("cache_breakpoints") or []
+    raw = MetadataView(metadata).cache_breakpoints or []
     if not isinstance(raw, Sequence) or isinstance(raw, (str, bytes)):
         raise InvalidInputError(
             "metadata['cache_breakpoints'] must be a list of dicts", field="cache_breakpoints"
@@ -231,7 +232,7 @@ def cache_anchors(
     pricing = get_cache_pricing(model_id) if isinstance(model_id, str) else None
     if pricing is None:
         return []
-    scale = metadata.get("token_scale")
+    scale = MetadataView(metadata).token_scale
     if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale <= 0:
         scale = get_token_scale(str(model_id))
     return choose_anchors(

@@ -16,6 +16,7 @@ from membrane.providers._convert import (
     require_end_placement,
     strip_cache_control,
 )
+from membrane.report import MetadataView
 
 __all__ = ["MAX_CACHE_BREAKPOINTS", "anthropic_request", "anthropic_system_blocks"]
 
@@ -112,7 +113,7 @@ def anthropic_request(
     system, out, ends = render_turns(
         messages, provider="Anthropic", system_block=_block, block=_block
     )
-    model_id = result.metadata.get("model_id")
+    model_id = MetadataView(result.metadata).model_id
     for anchor in cache_anchors(breakpoints, messages, result.metadata, model_id, max_breakpoints):
         loc = ends.get(anchor)
         if loc is None:

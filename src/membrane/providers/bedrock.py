@@ -18,6 +18,7 @@ from membrane.providers._convert import (
     render_turns,
     require_end_placement,
 )
+from membrane.report import MetadataView
 
 __all__ = ["MAX_CACHE_POINTS", "bedrock_converse_request"]
 
@@ -152,7 +153,7 @@ def bedrock_converse_request(
         system_block=lambda part, _where: {"text": part.text},
         block=_block,
     )
-    lookup_id = model_id if model_id is not None else result.metadata.get("model_id")
+    lookup_id = model_id if model_id is not None else MetadataView(result.metadata).model_id
     anchors = cache_anchors(breakpoints, messages, result.metadata, lookup_id, max_cache_points)
     _insert_cache_points(system, out, [ends.get(a) for a in anchors], ttl)
 

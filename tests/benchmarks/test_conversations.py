@@ -1,0 +1,113 @@
+"""The conversation runner: cache lifetimes, cut moves, and a reference that sees everything."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks._chats import build_conversation
+from benchmarks.conversations import (
+    REFERENCE,
+    Play,
+    Request,
+    SendEverything,
+    _Caches,
+    _cut_moves,
+    _ExpiringSet,
+    aggregate,
+    play,
+)
+
+
+def test_expiring_set_forgets_after_its_ttl_and_use_refreshes() -> None:
+    s = _ExpiringSet(300)
+    s.now = 0
+    s.add(1)
+    s.now = 299
+    assert 1 in s  # used at 299: lives until 599
+    s.now = 599
+    assert 1 in s
+    s.now = 900
+    assert 1 not in s
+
+
+def _request(seed: int = 1) -> list[dict[str, str]]:
+    words = " ".join(f"w{seed}x{i}" for i in range(700))
+    return [{"role": "system", "content": words}, {"role": "user", "content": "hello there"}]
+
+
+def test_caches_expire_by_ttl_and_bill_writes_by_lifetime() -> None:
+    caches = _Caches()
+    messages = _request()
+    marked = {
+        "system": [
+            {"type": "text", "text": messages[0]["content"], "cache_control": {"type": "ephemeral"}}
+        ],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "hello there"}]}],
+    }
+    first = caches.bill(0.0, messages, marked)
+    assert first["cached_tokens"] == 0 and first["cost_01"] == first["input_tokens"]
+    # A 1,000-token write costs 1.25x with the 5-minute cache and 2x with the hour cache.
+    assert first["cost_anthropic_1h"] > first["cost_anthropic"] > first["input_tokens"]
+    soon = caches.bill(120.0, messages, marked)
+    assert soon["cached_tokens"] > 1000 and soon["cached_tokens_1h"] == soon["cached_tokens"]
+    later = caches.bill(120.0 + 1800.0, messages, marked)  # half an hour on
+    assert later["cached_tokens"] == 0
+    assert later["cached_tokens_1h"] == soon["cached_tokens"]
+    assert later["cost_anthropic"] > later["cost_anthropic_1h"]
+    next_day = caches.bill(120.0 + 86400.0, messages, marked)
+    assert next_day["cached_tokens"] == next_day["cached_tokens_1h"] == 0
+
+
+def _chat(session: int, dropped: int) -> Request:
+    return Request("chat", "chat", session, 0, {}, dropped)
+
+
+def test_cut_moves_count_changes_within_a_session_only() -> None:
+    requests = [_chat(0, 0), _chat(0, 0), _chat(0, 4), _chat(1, 9), _chat(1, 9), _chat(1, 12)]
+    requests.insert(3, Request("single", "next", 0, 0, {}, 2))
+    assert _cut_moves(requests) == 2
+
+
+@pytest.fixture(scope="module")
+def reference_play() -> tuple[int, list[Request]]:
+    conv = build_conversation(2)
+    return len(conv.questions), play(conv, SendEverything(), 0)
+
+
+def test_sending_everything_answers_every_question_verbatim(
+    reference_play: tuple[int, list[Request]],
+) -> None:
+    n, requests = reference_play
+    asked = [r for r in requests if r.mode != "chat"]
+    assert len(asked) == 2 * n
+    assert all(r.hit and r.verbatim for r in asked)
+    assert all(r.dropped == 0 for r in requests)
+    chats = [r for r in requests if r.mode == "chat"]
+    assert len(chats) == sum(1 for m in build_conversation(2).messages if m.role == "user")
+
+
+def test_reference_pays_full_price_when_each_session_opens(
+    reference_play: tuple[int, list[Request]],
+) -> None:
+    _, requests = reference_play
+    chats = [r for r in requests if r.mode == "chat"]
+    openers = [r for i, r in enumerate(chats) if i and r.session != chats[i - 1].session]
+    # Sessions days apart: nothing survives a 5-minute cache (nor, mostly, an hour's).
+    days_apart = [r for r in openers if r.bill["cached_tokens_1h"] == 0]
+    assert all(r.bill["cached_tokens"] == 0 for r in openers)
+    assert days_apart
+    inside = [r for i, r in enumerate(chats) if i and r.session == chats[i - 1].session]
+    assert sum(r.bill["cached_tokens"] for r in inside) > 0.8 * sum(
+        r.bill["input_tokens"] for r in inside if r.bill["input_tokens"] > 2048
+    )
+
+
+def test_aggregate_against_itself_is_the_reference(
+    reference_play: tuple[int, list[Request]],
+) -> None:
+    _, requests = reference_play
+    p = Play(2, "dev", REFERENCE, 0, requests)
+    row = aggregate([p], {2: p}, "end")
+    assert row["recall"] == 1.0 and row["cost_01"] == pytest.approx(100.0)
+    assert row["mid_session_cut_moves"] == 0
+    assert all(row["by_kind"][k]["recall"] == 1.0 for k in row["by_kind"])
