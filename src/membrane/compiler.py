@@ -8,6 +8,7 @@ report, save the state. The algorithms live in ``membrane.stages``; this module 
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,7 +20,7 @@ from membrane.prompt_text import mem_numbers
 from membrane.render import Rendered, render_end, render_system
 from membrane.report import CompileMetrics, CompileReport, Region
 from membrane.result import CompileResult, CostQuote
-from membrane.session import LRUCache, Session, load_calibration, scale_key
+from membrane.session import LRUCache, Session, StoreNotes, load_calibration, scale_key
 from membrane.stages.layout import ContextLayoutEngine
 from membrane.stages.preflight import SyncCompressor, check_compressed
 from membrane.stages.tail import TailSettings, fit_tail
@@ -167,9 +168,11 @@ class ContextCompiler:
             raise TypeError(
                 "compress_sync must be a function (raw_middle, target_tokens, question)"
             )
+        notes = StoreNotes()
         turn = self._normalise(
             memories,
             user_message,
+            notes=notes,
             conversation_messages=conversation_messages,
             last_assistant_turn=last_assistant_turn,
             agent_persona_prompt=agent_persona_prompt,
@@ -183,7 +186,7 @@ class ContextCompiler:
             compress_sync=compress_sync,
             debug=debug,
         )
-        session = Session(self.state_store, turn.conversation)
+        session = Session(self.state_store, turn.conversation, notes)
         semantic = self._semantic.call() if self._semantic is not None else None
         model, overhead = self.model_id, self.message_overhead_tokens
         if self.memory_placement == "system":
@@ -193,7 +196,7 @@ class ContextCompiler:
             tail = fit_tail(turn.tail_input(semantic), window, self._tail_settings())
             rendered = render_end(turn, window, tail, semantic, model_id=model, overhead=overhead)
         session.save()
-        return self._emit(rendered)
+        return self._emit(replace(rendered, report=notes.stamp(rendered.report)))
 
     async def compile_async(
         self,
@@ -279,6 +282,7 @@ class ContextCompiler:
         memories: Sequence[object],
         user_message: str,
         *,
+        notes: StoreNotes,
         conversation_messages: Sequence[Message] | None,
         last_assistant_turn: str | None,
         agent_persona_prompt: str | None,
@@ -310,7 +314,7 @@ class ContextCompiler:
         if self.fixed_token_scale is not None:
             scale, scale_samples = self.fixed_token_scale, 0
         else:
-            calibration = load_calibration(self.state_store, self.model_id)
+            calibration = load_calibration(self.state_store, self.model_id, notes)
             scale, scale_samples = calibration.scale, calibration.samples
         counter = self._counter(tokenizer_registry)
         return Turn(

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["StateStore", "decode_state", "encode_state"]
+__all__ = ["StateStore", "StateStoreWarning", "decode_state", "encode_state"]
+
+
+class StateStoreWarning(UserWarning):
+    """A value read from a state store was discarded, or the store is down and a compile fell
+    back to in-process state. The compile itself went on; its ``metadata`` says what happened.
+    """
 
 
 def encode_state(value: dict[str, Any]) -> str:
