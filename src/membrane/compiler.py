@@ -7,6 +7,7 @@ report, save the state. The algorithms live in ``membrane.stages``; this module 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
@@ -14,15 +15,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from membrane import config
 from membrane.capabilities import get_model_capabilities
-from membrane.errors import InvalidInputError
-from membrane.messages import Message, message_text, tool_call_ids, validate_messages
+from membrane.messages import CheckedPrefix, HistoryVersion, Message, check_history, check_text
 from membrane.prompt_text import mem_numbers
 from membrane.render import Rendered, render_end, render_system
 from membrane.report import CompileMetrics, CompileReport, Region
 from membrane.result import CompileResult, CostQuote
-from membrane.session import LRUCache, Session, StoreNotes, load_calibration, scale_key
+from membrane.session import (
+    KeyedLocks,
+    LRUCache,
+    Session,
+    StoreNotes,
+    load_calibration,
+    scale_key,
+)
 from membrane.stages.layout import ContextLayoutEngine
-from membrane.stages.preflight import SyncCompressor, check_compressed
+from membrane.stages.preflight import SyncCompressor, async_analyst, check_compressed
 from membrane.stages.tail import TailSettings, fit_tail
 from membrane.stages.window import WindowPlanner, WindowSettings
 from membrane.state import InMemoryStateStore, StateStore
@@ -35,6 +42,7 @@ from membrane.turn import (
     check_placement,
     check_positive_int,
     check_scale,
+    check_turn_texts,
     compress_offer,
     normalise_offer,
 )
@@ -106,6 +114,7 @@ class ContextCompiler:
         check_non_negative_int("message_overhead_tokens", message_overhead_tokens)
         check_positive_int("keyframe_tokens", keyframe_tokens)
         check_scale(token_scale)
+        check_text(core_content, "core_content")
         self.max_tokens = max_tokens
         self.model_id = model_id
         self.core_content = core_content
@@ -132,10 +141,9 @@ class ContextCompiler:
         self._counters: dict[int, MemoizedCounter] = {}
         self._window = WindowPlanner()
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
-        # Per conversation: how many messages passed, the last of them, their tool-call ids.
-        self._validated: LRUCache[str, tuple[int, tuple[str, str], frozenset[str]]] = LRUCache(
-            _MAX_CONVERSATIONS
-        )
+        # Per conversation: what its last validated history proved (see check_history).
+        self._checked: LRUCache[str, CheckedPrefix] = LRUCache(_MAX_CONVERSATIONS)
+        self._locks = KeyedLocks()
 
     def compile(
         self,
@@ -153,6 +161,7 @@ class ContextCompiler:
         profile: MembraneProfile | None = None,
         tokenizer_registry: TokenizerRegistry | None = None,
         conversation_id: str | None = None,
+        history_version: HistoryVersion | None = None,
         debug: bool = False,
     ) -> CompileResult:
         """Compile one turn.
@@ -162,7 +171,14 @@ class ContextCompiler:
         ``conversation_messages`` are sent as given (OpenAI or Anthropic shape, tool calls
         included), cut from the oldest end in chunks when they outgrow their share.
         ``conversation_id`` selects the conversation's state (the cut, the index room); without
-        it the compiler keeps one conversation of its own.
+        it the compiler keeps one conversation of its own. ``history_version`` (a counter or
+        etag the caller owns) vouches that the history only grew since the last compile that
+        passed it, so the part validated then is not checked again; without it a digest of
+        that part proves it unchanged (see :func:`membrane.messages.check_history`).
+
+        One compiler may be shared by threads and tasks: compiles of one conversation take
+        turns, each one's state read, window, tail, state write and ``metrics_callback`` in
+        one critical section; compiles of different conversations run side by side.
         """
         if compress_sync is not None and not callable(compress_sync):
             raise TypeError(
@@ -183,9 +199,15 @@ class ContextCompiler:
             profile=profile,
             tokenizer_registry=tokenizer_registry,
             conversation_id=conversation_id,
+            history_version=history_version,
             compress_sync=compress_sync,
             debug=debug,
         )
+        with self._locks.hold(turn.conversation):
+            return self._compile_turn(turn, notes)
+
+    def _compile_turn(self, turn: Turn, notes: StoreNotes) -> CompileResult:
+        """The stages of one compile, from the state read to the state write and the result."""
         session = Session(self.state_store, turn.conversation, notes)
         semantic = self._semantic.call() if self._semantic is not None else None
         model, overhead = self.model_id, self.message_overhead_tokens
@@ -210,11 +232,14 @@ class ContextCompiler:
         """Like :meth:`compile`, with an async pre-flight compressor.
 
         The compressor runs only when the memories on offer exceed
-        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them.
+        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. It must be
+        ``async`` (a sync one is refused before it runs). The compile itself, state-store
+        I/O included, runs in a worker thread (:func:`asyncio.to_thread`), so the event loop
+        is never blocked by the store and no lock is held across an ``await``.
         """
-        analyst = compress_async if compress_async is not None else compress_fn
+        analyst = async_analyst(compress_async, compress_fn)
         if analyst is None:
-            return self.compile(memories, user_message, **kwargs)
+            return await asyncio.to_thread(self.compile, memories, user_message, **kwargs)
         count = self._counter(kwargs.get("tokenizer_registry")).count
         offer = normalise_offer(
             memories,
@@ -232,8 +257,8 @@ class ContextCompiler:
         else:
             summary = await analyst(raw, target, user_message)
         done = check_compressed(summary)
-        kwargs.pop("compress_sync", None)
-        return self.compile(memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs)
+        kwargs["compress_sync"] = lambda _r, _t, _q: done
+        return await asyncio.to_thread(self.compile, memories, user_message, **kwargs)
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
@@ -248,10 +273,11 @@ class ContextCompiler:
             return self.fixed_token_scale
         report = CompileReport.from_metadata(result.metadata)
         model_id, counted = report.model_id, report.sent_tokens
-        calibration = load_calibration(self.state_store, model_id).observe(
-            counted, actual_prompt_tokens
-        )
-        self.state_store.put(scale_key(model_id), calibration.to_dict())
+        key = scale_key(model_id)
+        with self._locks.hold(key):  # observations of one model in this process take turns
+            calibration = load_calibration(self.state_store, model_id)
+            calibration = calibration.observe(counted, actual_prompt_tokens)
+            self.state_store.put(key, calibration.to_dict())
         return calibration.scale
 
     def estimate(
@@ -293,13 +319,23 @@ class ContextCompiler:
         profile: MembraneProfile | None,
         tokenizer_registry: TokenizerRegistry | None,
         conversation_id: str | None,
+        history_version: HistoryVersion | None,
         compress_sync: SyncCompressor | None,
         debug: bool,
     ) -> Turn:
-        if not isinstance(user_message, str):
-            raise InvalidInputError("user_message must be a string", field="user_message")
+        check_turn_texts(
+            user_message,
+            agent_persona_prompt,
+            last_assistant_turn,
+            dynamic_directives,
+            conversation_id,
+        )
         conversation = conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION
-        history = self._validate_history(conversation_messages, conversation)
+        history, proved = check_history(
+            conversation_messages, self._checked.get(conversation), history_version
+        )
+        if proved is not None:
+            self._checked.put(conversation, proved)
         offer = normalise_offer(memories, tier_by_memory_id, profile, user_message, middle_extras)
         layout = ContextLayoutEngine(
             self.core_content,
@@ -335,28 +371,6 @@ class ContextCompiler:
             debug=debug,
             capabilities=capabilities,
         )
-
-    def _validate_history(
-        self, messages: Sequence[Message] | None, conversation: str
-    ) -> list[Message]:
-        """Validate the history, skipping the prefix this conversation already passed."""
-        start, earlier = 0, frozenset[str]()
-        seen = self._validated.get(conversation)
-        if (
-            seen is not None
-            and isinstance(messages, list)
-            and len(messages) >= seen[0]
-            and _message_key(messages[seen[0] - 1]) == seen[1]
-        ):
-            start, earlier = seen[0], seen[2]
-        history = validate_messages(
-            messages, field="conversation_messages", start=start, earlier_call_ids=earlier
-        )
-        if history:
-            new_ids = tool_call_ids(history, start)
-            ids = earlier | new_ids if new_ids else earlier
-            self._validated.put(conversation, (len(history), _message_key(history[-1]), ids))
-        return history
 
     def _window_settings(self) -> WindowSettings:
         return WindowSettings(
@@ -429,8 +443,3 @@ def compile_anonymous(
     compiler = ContextCompiler(max_tokens, model_id, core_content, **ctor_kwargs)
     return compiler.compile(memories, user_message, **call_kwargs)
 
-
-def _message_key(message: object) -> tuple[str, str]:
-    if not isinstance(message, dict):
-        return ("", repr(message))
-    return (str(message.get("role")), message_text(message))

@@ -11,7 +11,7 @@ from hypothesis import given
 
 from membrane import ContextCompiler, MemoryItem
 from membrane.errors import InvalidInputError
-from tests.adversarial.strategies import BadCall, bad_calls
+from tests.adversarial.argument_strategies import BadCall, bad_calls
 
 
 def _field_of(fn: Any) -> str | None:

@@ -11,6 +11,8 @@ typed parts for the request builders. Tool pairing is checked in one place
 
 from __future__ import annotations
 
+from membrane.messages._checks import check_text, find_lone_surrogate
+from membrane.messages._digest import CheckedPrefix, HistoryVersion, check_history, prefix_digest
 from membrane.messages._pairing import (
     HistoryUnit,
     group_units,
@@ -40,6 +42,8 @@ from membrane.messages._text import (
 )
 
 __all__ = [
+    "CheckedPrefix",
+    "HistoryVersion",
     "IMAGE_PART_TEXT",
     "HistoryUnit",
     "Image",
@@ -50,6 +54,9 @@ __all__ = [
     "Text",
     "ToolCall",
     "ToolResult",
+    "check_history",
+    "check_text",
+    "find_lone_surrogate",
     "group_units",
     "history_text",
     "is_call_stub",
@@ -57,6 +64,7 @@ __all__ = [
     "message_role",
     "message_text",
     "normalize_messages",
+    "prefix_digest",
     "speaker_label",
     "tool_call_ids",
     "tool_call_labels",

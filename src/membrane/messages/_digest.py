@@ -1,52 +1,129 @@
-"""A digest of a message list's prefix: the proof that lets validation skip what it checked.
+"""Validate a conversation's history, skipping only a prefix that is proved unchanged.
 
-The digest reads each message's ``repr`` (for the plain dicts, lists, strings and numbers that
-validation accepts, a faithful rendering of every key and value) joined by line breaks, so a
-digest can be extended message by message and equals the digest of the same messages taken at
-once. Two lists with the same digest hold the same messages; a list edited anywhere in the
-prefix, or another conversation of the same length, gives another digest and is validated again.
+A compile validates every message it is given. What a conversation's last compile validated
+is remembered as a :class:`CheckedPrefix`; the next compile skips those messages only on
+proof that they are the same:
+
+- a **digest** of the prefix's bytes: the messages are pickled (a serialisation that round
+  trips, so equal bytes mean equal messages, types included: ``{"x": 1}`` is not ``"{'x':
+  1}"``) in chunks of ``_CHUNK`` and hashed with BLAKE2b. Messages that cannot be pickled give
+  no proof and are validated in full every time;
+- or the caller's **history version** (``history_version=``, a counter or etag the caller owns):
+  the same version, or a larger int counter, vouches that the list only grew since it was
+  validated. The digest is then not computed. A wrong version is the caller's bug: the prefix
+  it vouches for is sent as given.
 """
 
 from __future__ import annotations
 
 import hashlib
+import pickle
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PrefixDigest", "prefix_digest"]
+from membrane.errors import InvalidInputError
+from membrane.messages._pairing import tool_call_ids, validate_messages
+
+__all__ = ["CheckedPrefix", "HistoryVersion", "check_history", "prefix_digest"]
+
+HistoryVersion = int | str
+_CHUNK = 128
 
 
-def _hasher() -> Any:
-    return hashlib.blake2b(digest_size=20)
-
-
-def _feed(hasher: Any, messages: Sequence[object], start: int, stop: int) -> None:
-    if start < stop:
-        text = "\n".join(map(repr, messages[start:stop])) + "\n"
-        hasher.update(text.encode("utf-8", "surrogatepass"))
-
-
-@dataclass(frozen=True)
-class PrefixDigest:
-    """The digest of a list's first ``length`` messages, ready to be extended."""
+@dataclass(frozen=True, slots=True)
+class CheckedPrefix:
+    """A validated history: its length, the proof of its content, the tool-call ids it made."""
 
     length: int
-    _state: Any
-
-    @property
-    def value(self) -> bytes:
-        return bytes(self._state.digest())
-
-    def extended(self, messages: Sequence[object]) -> PrefixDigest:
-        """The digest of ``messages`` (whose first ``length`` are the ones digested here)."""
-        state = self._state.copy()
-        _feed(state, messages, self.length, len(messages))
-        return PrefixDigest(len(messages), state)
+    digest: bytes | None
+    version: HistoryVersion | None
+    call_ids: frozenset[str]
 
 
-def prefix_digest(messages: Sequence[object], length: int) -> PrefixDigest:
-    """The digest of ``messages[:length]``."""
-    state = _hasher()
-    _feed(state, messages, 0, length)
-    return PrefixDigest(length, state)
+def _feed(hasher: Any, messages: Sequence[object], start: int, stop: int) -> bool:
+    """Hash ``messages[start:stop]`` a chunk at a time (``start`` on a chunk boundary)."""
+    for at in range(start, stop, _CHUNK):
+        try:
+            data = pickle.dumps(messages[at : min(at + _CHUNK, stop)], protocol=5)
+        except Exception:  # noqa: BLE001 - a message pickle refuses (or user code that raises)
+            return False
+        hasher.update(len(data).to_bytes(8, "little"))
+        hasher.update(data)
+    return True
+
+
+def prefix_digest(messages: Sequence[object], length: int) -> bytes | None:
+    """The digest of ``messages[:length]``, or None when they cannot be serialised."""
+    return _digests(messages, length)[0]
+
+
+def _digests(messages: Sequence[object], proved: int) -> tuple[bytes | None, bytes | None]:
+    """The digests of ``messages[:proved]`` and of all ``messages``, in one pass."""
+    hasher = hashlib.blake2b(digest_size=20)
+    base = proved - proved % _CHUNK
+    if not _feed(hasher, messages, 0, base):
+        return None, None
+    head = hasher.copy()
+    if not _feed(head, messages, base, proved) or not _feed(hasher, messages, base, len(messages)):
+        return None, None
+    return head.digest(), hasher.digest()
+
+
+def _check_version(version: object) -> None:
+    ok = isinstance(version, str) or (
+        isinstance(version, int) and not isinstance(version, bool) and version >= 0
+    )
+    if not ok:
+        raise InvalidInputError(
+            "history_version must be a non-negative int (an append-only counter) or a str "
+            f"(an etag), got {version!r}",
+            field="history_version",
+        )
+
+
+def _vouched(previous: CheckedPrefix, version: HistoryVersion | None) -> bool:
+    """True when ``version`` vouches that the history only grew since ``previous``."""
+    known = previous.version
+    if version is None or known is None or type(version) is not type(known):
+        return False
+    return version == known or (isinstance(version, int) and version > known)  # type: ignore[operator]
+
+
+def check_history(
+    messages: object,
+    previous: CheckedPrefix | None,
+    version: HistoryVersion | None = None,
+    *,
+    field: str = "conversation_messages",
+) -> tuple[list[dict[str, Any]], CheckedPrefix | None]:
+    """Validate ``messages``; returns them as a list and what this validation proved.
+
+    ``previous`` is what the conversation's last validation proved; the messages it covers
+    are skipped only when the digest or ``version`` proves them unchanged (see the module).
+    """
+    if version is not None:
+        _check_version(version)
+    start, earlier, digest, digested = 0, frozenset[str](), None, False
+    if (
+        previous is not None
+        and isinstance(messages, Sequence)
+        and not isinstance(messages, (str, bytes))
+        and 0 < previous.length <= len(messages)
+    ):
+        if _vouched(previous, version):
+            start = previous.length
+        else:
+            proof, digest = _digests(messages, previous.length)
+            digested = True
+            start = previous.length if proof is not None and proof == previous.digest else 0
+        earlier = previous.call_ids if start else earlier
+    history = validate_messages(messages, field=field, start=start, earlier_call_ids=earlier)
+    if not history:
+        return history, None
+    if not digested and version is None:  # a caller with versions never needs the digest
+        digest = prefix_digest(history, len(history))
+    new_ids = tool_call_ids(history, start)
+    ids: AbstractSet[str] = earlier | new_ids if new_ids else earlier
+    return history, CheckedPrefix(len(history), digest, version, frozenset(ids))

@@ -96,16 +96,21 @@ def _bad_history(draw: st.DrawFn) -> BadCall:
 
 @st.composite
 def _bad_memory(draw: st.DrawFn) -> BadCall:
+    """A bad confidence (refused when the MemoryItem is made) or text no request can encode
+    (refused by the compile, naming the memory's position and attribute)."""
     from membrane import MemoryItem
 
-    name = draw(st.sampled_from(["confidence", "content", "kind", "id"]))
+    name = draw(st.sampled_from(["confidence", "content", "kind"]))
     if name == "confidence":
         value: Any = draw(st.one_of(st.text(max_size=5), st.just(None), st.booleans(),
-                                    st.floats(min_value=1.01), st.floats(max_value=-0.01)))
+                                    st.floats(min_value=1.01), st.floats(max_value=-0.01),
+                                    st.just(float("nan"))))
+        where = name
     else:
         value = draw(broken_text())
+        where = f"memories[0].{name}"
     kwargs = {"id": "m1", "content": "text", name: value}
-    return BadCall(name, call={"memories_factory": lambda: [MemoryItem(**kwargs)]})
+    return BadCall(where, call={"memories_factory": lambda: [MemoryItem(**kwargs)]})
 
 
 @st.composite
