@@ -22,17 +22,24 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_DEPTH = 64
 
 
+def _has_surrogate(text: str) -> bool:
+    # isascii() is a fast scan; most text never reaches the pattern.
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
 def find_lone_surrogate(value: object, where: str, depth: int = 0) -> str | None:
     """Where in ``value`` (strings, dict keys and values, lists) a lone surrogate sits."""
     if isinstance(value, str):
-        return where if _SURROGATE.search(value) else None
+        return where if _has_surrogate(value) else None
     if depth > _MAX_DEPTH:
         return None
     if isinstance(value, Mapping):
         for key, item in value.items():
+            if isinstance(key, str) and _has_surrogate(key):
+                return f"{where}.{key}"
+            if isinstance(item, str) and not _has_surrogate(item):
+                continue  # the common case, without building the item's path
             inner = f"{where}.{key}" if isinstance(key, str) else where
-            if isinstance(key, str) and _SURROGATE.search(key):
-                return inner
             found = find_lone_surrogate(item, inner, depth + 1)
             if found is not None:
                 return found
@@ -53,7 +60,7 @@ def check_text(value: object, field: str, *, optional: bool = False) -> None:
         raise InvalidInputError(
             f"{field} must be {kind}, got {type(value).__name__}", field=field
         )
-    if _SURROGATE.search(value):
+    if _has_surrogate(value):
         raise InvalidInputError(_surrogate_message(field), field=field)
 
 
