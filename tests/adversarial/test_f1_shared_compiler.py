@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextvars
 import gzip
+import hashlib
 import json
 import random
 import threading
@@ -25,6 +26,7 @@ import tiktoken
 from membrane import ContextCompiler, MemoryItem
 from membrane.report import CompileMetrics
 from membrane.result import CompileResult
+from membrane.stages.history import HistoryTracker
 
 BUDGET = 500
 _CALL: contextvars.ContextVar[int] = contextvars.ContextVar("call")
@@ -33,6 +35,10 @@ _CALL: contextvars.ContextVar[int] = contextvars.ContextVar("call")
 def _independent_encoding() -> tiktoken.Encoding:
     raw = gzip.decompress(
         (resources.files("membrane.tokenizers") / "data" / "cl100k_base.tiktoken.gz").read_bytes()
+    )
+    # tiktoken's own pin of the cl100k ranks: the file is the published one.
+    assert hashlib.sha256(raw).hexdigest() == (
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
     )
     ranks = {}
     for line in raw.splitlines():
@@ -259,3 +265,79 @@ def test_a_compressor_may_compile_the_same_conversation_inside_a_compile(
     outer = compiler.compile(MEMORIES, "outer", conversation_id="c", compress_sync=compress)
     assert inner[0].messages[-1]["content"].endswith("inner")
     assert "A short digest." in outer.messages[-1]["content"]
+
+
+def test_a_tracker_that_has_seen_nothing_matches_nothing() -> None:
+    tracker = HistoryTracker(100, 50, len, 3, 20)
+    assert not tracker.matches([])
+    assert not tracker.matches(HISTORY[:4])
+    tracker.update(HISTORY[:4], "conversation_messages")
+    assert tracker.matches(HISTORY[:6]) and not tracker.matches(HISTORY[2:8])
+
+
+def _inside_compile(compiler: ContextCompiler, inside: threading.Event, release: threading.Event,
+                    conversation: str) -> threading.Thread:
+    """A thread whose compile of ``conversation`` waits, inside its critical section, for
+    ``release`` (its metrics callback runs there)."""
+    def hold(_metrics: CompileMetrics) -> None:
+        if threading.current_thread().name == "holder":
+            inside.set()
+            assert release.wait(timeout=30)
+
+    compiler.metrics_callback = hold
+    thread = threading.Thread(
+        target=lambda: compiler.compile([], "first", conversation_id=conversation), name="holder"
+    )
+    thread.start()
+    assert inside.wait(timeout=30)
+    return thread
+
+
+def test_another_conversation_compiles_while_one_is_inside_its_critical_section() -> None:
+    compiler = ContextCompiler(BUDGET)
+    inside, release = threading.Event(), threading.Event()
+    holder = _inside_compile(compiler, inside, release, "a")
+    # Would wait forever behind a process-wide lock; here it finishes while "a" is held.
+    other = compiler.compile([], "second", conversation_messages=HISTORY[:4], conversation_id="b")
+    release.set()
+    holder.join()
+    assert other.messages[-1]["content"].endswith("second")
+
+
+def test_compiles_of_one_conversation_take_turns() -> None:
+    compiler = ContextCompiler(BUDGET)
+    inside, release = threading.Event(), threading.Event()
+    holder = _inside_compile(compiler, inside, release, "a")
+    done = threading.Event()
+    waiter = threading.Thread(
+        target=lambda: (compiler.compile([], "second", conversation_id="a"), done.set())
+    )
+    waiter.start()
+    assert not done.wait(timeout=0.3)  # it waits for the holder, however long that takes
+    release.set()
+    holder.join()
+    waiter.join()
+    assert done.is_set()
+
+
+def test_no_lock_is_held_while_compile_async_awaits_its_compressor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEMORY_PREFLIGHT_TOKEN_THRESHOLD", "20")
+    compiler = ContextCompiler(BUDGET)
+    seen: list[CompileResult] = []
+
+    async def compress(raw: str, target: int, question: str) -> str:
+        # A sync compile of the same conversation, from another thread, while this awaits.
+        seen.append(await asyncio.to_thread(compiler.compile, [], "meanwhile", conversation_id="c"))
+        return "A short digest."
+
+    async def run() -> CompileResult:
+        return await compiler.compile_async(
+            MEMORIES, "outer", conversation_id="c", compress_async=compress
+        )
+
+    outer = asyncio.run(asyncio.wait_for(run(), timeout=60))
+    assert seen[0].messages[-1]["content"].endswith("meanwhile")
+    assert "A short digest." in outer.messages[-1]["content"]
+
