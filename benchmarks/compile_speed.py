@@ -253,7 +253,9 @@ def history_proof(sizes: Sequence[int], turns: int, warmup: int, passes: int) ->
         for _ in range(passes):
             for way in per_turn:
                 gc.collect()
-                per_turn[way] += _proof_turns(compiler_cls, memory_cls, scenario, n, turns, warmup, way)
+                per_turn[way] += _proof_turns(
+                    compiler_cls, memory_cls, scenario, n, turns, warmup, way
+                )
         row: dict[str, Any] = {
             "history_messages": n,
             "digest_ms_median": _stats(digest_ns)[0],
@@ -273,7 +275,12 @@ def history_proof(sizes: Sequence[int], turns: int, warmup: int, passes: int) ->
 
 
 def _proof_turns(
-    compiler_cls: Any, memory_cls: Any, scenario: Scenario, start: int, turns: int, warmup: int,
+    compiler_cls: Any,
+    memory_cls: Any,
+    scenario: Scenario,
+    start: int,
+    turns: int,
+    warmup: int,
     way: str,
 ) -> list[int]:
     """Per-turn compile time from message ``start`` on, proving the prefix one ``way``."""
@@ -345,7 +352,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(compile_speed_tables(payload))
     return 0
-
 
 
 def _history_proof_only(quick: bool, no_write: bool) -> int:

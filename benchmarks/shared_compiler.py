@@ -147,7 +147,7 @@ def _run(workers: Sequence[Callable[[dict[str, Any]], Any]], calls: list[list[di
         try:
             for kwargs in calls[i]:
                 workers[i](kwargs)
-        except BaseException as exc:  # noqa: BLE001 - reported after the run
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(THREADS)]
@@ -227,7 +227,9 @@ def measure(url: str, rounds: int, turns: int, rtt: float) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.shared_compiler", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.shared_compiler", description=__doc__
+    )
     parser.add_argument("--quick", action="store_true", help="fewer rounds (smoke runs)")
     parser.add_argument("--no-write", action="store_true", help="print only, write no JSON")
     parser.add_argument("--rtt-ms", type=float, default=0.5, help="delay added per store call")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from membrane import config
@@ -442,4 +442,3 @@ def compile_anonymous(
     call_kwargs = {k: v for k, v in options.items() if k not in ctor}
     compiler = ContextCompiler(max_tokens, model_id, core_content, **ctor_kwargs)
     return compiler.compile(memories, user_message, **call_kwargs)
-

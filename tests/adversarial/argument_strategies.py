@@ -15,10 +15,17 @@ from hypothesis import strategies as st
 from tests.strategies import conversations, memory_items
 
 LONE_SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
-_TEXT = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FFF, exclude_categories=["Cs"]),
-                max_size=12)
-NOT_TEXT = st.one_of(st.integers(), st.floats(allow_nan=False), st.booleans(),
-                     st.just(b"bytes"), st.lists(st.integers(), max_size=2), st.just({"a": 1}))
+_TEXT = st.text(
+    st.characters(min_codepoint=32, max_codepoint=0x2FFF, exclude_categories=["Cs"]), max_size=12
+)
+NOT_TEXT = st.one_of(
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.booleans(),
+    st.just(b"bytes"),
+    st.lists(st.integers(), max_size=2),
+    st.just({"a": 1}),
+)
 
 
 @dataclass
@@ -36,11 +43,27 @@ def broken_text(draw: st.DrawFn) -> str:
 
 @st.composite
 def _bad_turn_argument(draw: st.DrawFn) -> BadCall:
-    name = draw(st.sampled_from(["core_content", "user_message", "agent_persona_prompt",
-                                 "last_assistant_turn", "dynamic_directives", "conversation_id"]))
-    may_be_none = name in ("agent_persona_prompt", "last_assistant_turn", "dynamic_directives",
-                           "conversation_id")
-    bad = draw(st.one_of(broken_text(), NOT_TEXT if may_be_none else st.one_of(NOT_TEXT, st.none())))
+    name = draw(
+        st.sampled_from(
+            [
+                "core_content",
+                "user_message",
+                "agent_persona_prompt",
+                "last_assistant_turn",
+                "dynamic_directives",
+                "conversation_id",
+            ]
+        )
+    )
+    may_be_none = name in (
+        "agent_persona_prompt",
+        "last_assistant_turn",
+        "dynamic_directives",
+        "conversation_id",
+    )
+    bad = draw(
+        st.one_of(broken_text(), NOT_TEXT if may_be_none else st.one_of(NOT_TEXT, st.none()))
+    )
     if name == "dynamic_directives" and isinstance(bad, list):
         return BadCall("dynamic_directives[", call={name: bad or [7]})
     if name == "dynamic_directives" and draw(st.booleans()) and isinstance(bad, str):
@@ -72,8 +95,14 @@ def _bad_message(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
         return {"role": draw(st.sampled_from(["bot", "", "USER", "model"])), "content": "x"}, ""
     return {
         "role": "assistant",
-        "content": [{"type": "tool_use", "id": "t-bad", "name": "f",
-                     "input": {"x": draw(st.sampled_from([object(), {1, 2}, float("nan")]))}}],
+        "content": [
+            {
+                "type": "tool_use",
+                "id": "t-bad",
+                "name": "f",
+                "input": {"x": draw(st.sampled_from([object(), {1, 2}, float("nan")]))},
+            }
+        ],
     }, ".content[0].input"
 
 
@@ -83,15 +112,18 @@ def _bad_history(draw: st.DrawFn) -> BadCall:
     message, suffix = draw(_bad_message())
     # Put it right after a complete unit: the start, the end, or after a plain message.
     cuts = [0, len(history)] + [
-        i + 1 for i, m in enumerate(history)
-        if m.get("role") in ("user", "assistant") and not m.get("tool_calls")
+        i + 1
+        for i, m in enumerate(history)
+        if m.get("role") in ("user", "assistant")
+        and not m.get("tool_calls")
         and not isinstance(m.get("content"), list)
         and (i + 1 == len(history) or history[i + 1].get("role") != "tool")
     ]
     at = draw(st.sampled_from(cuts))
     bad_history = [*history[:at], message, *history[at:]]
-    return BadCall(f"conversation_messages[{at}]{suffix}",
-                   call={"conversation_messages": bad_history})
+    return BadCall(
+        f"conversation_messages[{at}]{suffix}", call={"conversation_messages": bad_history}
+    )
 
 
 @st.composite
@@ -102,9 +134,16 @@ def _bad_memory(draw: st.DrawFn) -> BadCall:
 
     name = draw(st.sampled_from(["confidence", "content", "kind"]))
     if name == "confidence":
-        value: Any = draw(st.one_of(st.text(max_size=5), st.just(None), st.booleans(),
-                                    st.floats(min_value=1.01), st.floats(max_value=-0.01),
-                                    st.just(float("nan"))))
+        value: Any = draw(
+            st.one_of(
+                st.text(max_size=5),
+                st.just(None),
+                st.booleans(),
+                st.floats(min_value=1.01),
+                st.floats(max_value=-0.01),
+                st.just(float("nan")),
+            )
+        )
         where = name
     else:
         value = draw(broken_text())

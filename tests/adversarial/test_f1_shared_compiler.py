@@ -124,12 +124,16 @@ def _same(a: CompileResult, b: CompileResult) -> None:
     assert (a.messages, a.ref_map, a.metadata) == (b.messages, b.ref_map, b.metadata)
 
 
-def _replay(calls: dict[int, dict[str, Any]], results: dict[int, CompileResult], order: list[int]) -> None:
+def _replay(
+    calls: dict[int, dict[str, Any]], results: dict[int, CompileResult], order: list[int]
+) -> None:
     assert sorted(order) == sorted(calls)
     fresh = ContextCompiler(BUDGET)
     for n in order:
         kwargs = dict(calls[n])
-        _same(fresh.compile(kwargs.pop("memories"), kwargs.pop("user_message"), **kwargs), results[n])
+        _same(
+            fresh.compile(kwargs.pop("memories"), kwargs.pop("user_message"), **kwargs), results[n]
+        )
 
 
 def test_eight_threads_on_one_compiler_are_linearisable() -> None:
@@ -231,8 +235,9 @@ def test_compile_async_keeps_store_io_off_the_event_loop() -> None:
 
     async def run() -> CompileResult:
         beat = asyncio.create_task(heartbeat())
-        result = await compiler.compile_async(MEMORIES[:3], "what about LF03?",
-                                              conversation_messages=HISTORY[:8])
+        result = await compiler.compile_async(
+            MEMORIES[:3], "what about LF03?", conversation_messages=HISTORY[:8]
+        )
         await beat
         return result
 
@@ -240,8 +245,12 @@ def test_compile_async_keeps_store_io_off_the_event_loop() -> None:
     # The store was read while the loop was free to run the heartbeat: a compile on the
     # loop would have waited the whole timeout and recorded False.
     assert store.reads_that_saw_the_loop_run and all(store.reads_that_saw_the_loop_run)
-    _same(result, ContextCompiler(BUDGET).compile(MEMORIES[:3], "what about LF03?",
-                                                  conversation_messages=HISTORY[:8]))
+    _same(
+        result,
+        ContextCompiler(BUDGET).compile(
+            MEMORIES[:3], "what about LF03?", conversation_messages=HISTORY[:8]
+        ),
+    )
 
 
 def test_conversation_locks_are_dropped_when_no_compile_holds_them() -> None:
@@ -275,10 +284,12 @@ def test_a_tracker_that_has_seen_nothing_matches_nothing() -> None:
     assert tracker.matches(HISTORY[:6]) and not tracker.matches(HISTORY[2:8])
 
 
-def _inside_compile(compiler: ContextCompiler, inside: threading.Event, release: threading.Event,
-                    conversation: str) -> threading.Thread:
+def _inside_compile(
+    compiler: ContextCompiler, inside: threading.Event, release: threading.Event, conversation: str
+) -> threading.Thread:
     """A thread whose compile of ``conversation`` waits, inside its critical section, for
     ``release`` (its metrics callback runs there)."""
+
     def hold(_metrics: CompileMetrics) -> None:
         if threading.current_thread().name == "holder":
             inside.set()
@@ -340,4 +351,3 @@ def test_no_lock_is_held_while_compile_async_awaits_its_compressor(
     outer = asyncio.run(asyncio.wait_for(run(), timeout=60))
     assert seen[0].messages[-1]["content"].endswith("meanwhile")
     assert "A short digest." in outer.messages[-1]["content"]
-

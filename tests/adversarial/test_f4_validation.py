@@ -89,8 +89,9 @@ def test_history_version_skips_the_digest_and_a_lie_is_the_callers_bug() -> None
 def test_an_older_counter_or_another_etag_falls_back_to_the_digest() -> None:
     for first, second in ((5, 4), ("etag-a", "etag-b"), (3, "3")):
         compiler = ContextCompiler(2000)
-        compiler.compile([], "q", conversation_messages=[dict(m) for m in GOOD],
-                         history_version=first)
+        compiler.compile(
+            [], "q", conversation_messages=[dict(m) for m in GOOD], history_version=first
+        )
         bad = [{"role": "bot", "content": "hello"}, {"role": "assistant", "content": "OK."}]
         with pytest.raises(InvalidInputError):
             compiler.compile([], "q", conversation_messages=bad, history_version=second)
@@ -99,6 +100,5 @@ def test_an_older_counter_or_another_etag_falls_back_to_the_digest() -> None:
 @pytest.mark.parametrize("version", [-1, 1.5, True, b"x", [1]])
 def test_a_bad_history_version_names_the_field(version: object) -> None:
     with pytest.raises(InvalidInputError) as raised:
-        ContextCompiler(2000).compile([], "q", conversation_messages=GOOD,
-                                      history_version=version)  # type: ignore[arg-type]
+        ContextCompiler(2000).compile([], "q", conversation_messages=GOOD, history_version=version)  # type: ignore[arg-type]
     assert raised.value.field == "history_version"

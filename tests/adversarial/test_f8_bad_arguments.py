@@ -67,9 +67,14 @@ def test_a_record_with_a_lone_surrogate_names_the_memory() -> None:
 def test_tool_use_input_must_be_json() -> None:
     history = [
         {"role": "user", "content": "hi"},
-        {"role": "assistant",
-         "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"x": object()}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"x": object()}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+        },
     ]
     field = _field_of(lambda: ContextCompiler(2000).compile([], "q", conversation_messages=history))
     assert field == "conversation_messages[1].content[0].input"
@@ -82,8 +87,10 @@ def test_an_assistant_message_that_says_nothing_is_refused() -> None:
 
 
 def test_tool_calls_must_be_a_list() -> None:
-    history = [{"role": "user", "content": "hi"},
-               {"role": "assistant", "content": "x", "tool_calls": "notalist"}]
+    history = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "x", "tool_calls": "notalist"},
+    ]
     field = _field_of(lambda: ContextCompiler(2000).compile([], "q", conversation_messages=history))
     assert field == "conversation_messages[1].tool_calls"
 
@@ -91,9 +98,17 @@ def test_tool_calls_must_be_a_list() -> None:
 def test_a_lone_surrogate_in_a_tool_argument_is_refused() -> None:
     history = [
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function",
-             "function": {"name": "f", "arguments": '{"q": "\ud800"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": '{"q": "\ud800"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "42"},
     ]
     field = _field_of(lambda: ContextCompiler(2000).compile([], "q", conversation_messages=history))

@@ -42,10 +42,10 @@ from membrane.messages._text import (
 )
 
 __all__ = [
-    "CheckedPrefix",
-    "HistoryVersion",
     "IMAGE_PART_TEXT",
+    "CheckedPrefix",
     "HistoryUnit",
+    "HistoryVersion",
     "Image",
     "Message",
     "NormalMessage",

@@ -57,9 +57,7 @@ def check_text(value: object, field: str, *, optional: bool = False) -> None:
         return
     if not isinstance(value, str):
         kind = "a string or None" if optional else "a string"
-        raise InvalidInputError(
-            f"{field} must be {kind}, got {type(value).__name__}", field=field
-        )
+        raise InvalidInputError(f"{field} must be {kind}, got {type(value).__name__}", field=field)
     if _has_surrogate(value):
         raise InvalidInputError(_surrogate_message(field), field=field)
 
@@ -103,9 +101,7 @@ def _check_call(call: object, where: str) -> None:
         )
     fn = call.get("function")
     if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-        raise InvalidInputError(
-            f"{where} needs a function dict with a name string", field=where
-        )
+        raise InvalidInputError(f"{where} needs a function dict with a name string", field=where)
     arguments = fn.get("arguments")
     if arguments is not None and not isinstance(arguments, (str, Mapping)):
         raise InvalidInputError(

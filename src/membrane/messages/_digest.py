@@ -7,8 +7,8 @@ proof that they are the same:
 - a **digest** of the prefix's bytes: the messages are pickled (a serialisation that round
   trips, so equal bytes mean equal messages, types included: ``{"x": 1}`` is not ``"{'x':
   1}"``) in chunks of ``_CHUNK`` and hashed with SHA-256 (twice the speed of BLAKE2b on CPUs
-  with SHA instructions; hashing, not pickling, is most of the cost). Messages that cannot be pickled give
-  no proof and are validated in full every time;
+  with SHA instructions; hashing, not pickling, is most of the cost). Messages that cannot be
+  pickled give no proof and are validated in full every time;
 - or the caller's **history version** (``history_version=``, a counter or etag the caller owns):
   the same version, or a larger int counter, vouches that the list only grew since it was
   validated. The digest is then not computed. A wrong version is the caller's bug: the prefix
@@ -48,7 +48,7 @@ def _feed(hasher: Any, messages: Sequence[object], start: int, stop: int) -> boo
     for at in range(start, stop, _CHUNK):
         try:
             data = pickle.dumps(messages[at : min(at + _CHUNK, stop)], protocol=5)
-        except Exception:  # noqa: BLE001 - a message pickle refuses (or user code that raises)
+        except Exception:
             return False
         hasher.update(len(data).to_bytes(8, "little"))
         hasher.update(data)
