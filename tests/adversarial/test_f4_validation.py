@@ -6,9 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from membrane import ContextCompiler
 from membrane.errors import InvalidInputError
+from tests.strategies import conversations
 
 GOOD: list[dict[str, Any]] = [
     {"role": "user", "content": "hello"},
@@ -102,3 +105,48 @@ def test_a_bad_history_version_names_the_field(version: object) -> None:
     with pytest.raises(InvalidInputError) as raised:
         ContextCompiler(2000).compile([], "q", conversation_messages=GOOD, history_version=version)  # type: ignore[arg-type]
     assert raised.value.field == "history_version"
+
+
+_BREAKS: list[tuple[str, Any]] = [
+    ("role", "bot"),
+    ("role", "USER"),
+    ("content", {"x": 1}),
+    ("content", 7),
+    ("content", "lone \ud800 half"),
+    ("tool_calls", "notalist"),
+]
+
+
+@given(
+    history=conversations(max_turns=6),
+    where=st.integers(min_value=0),
+    grown=st.booleans(),
+    breaking=st.sampled_from(_BREAKS),
+    same_list=st.booleans(),
+)
+def test_any_edit_to_a_validated_prefix_is_validated_again(
+    history: list[dict[str, Any]],
+    where: int,
+    grown: bool,
+    breaking: tuple[str, Any],
+    same_list: bool,
+) -> None:
+    """A good compile, then one earlier message broken (in place or in a copy, the list grown
+    or not): the next compile raises InvalidInputError naming that message."""
+    plain = [
+        i
+        for i, m in enumerate(history)
+        if m["role"] == "user" and isinstance(m.get("content"), str)
+    ]
+    assume(plain)
+    at = plain[where % len(plain)]
+    compiler = ContextCompiler(4000)
+    compiler.compile([], "q", conversation_messages=history)
+    edited = history if same_list else [dict(m) for m in history]
+    edited[at] = {**edited[at], breaking[0]: breaking[1]}
+    if grown:
+        edited += [{"role": "user", "content": "and then?"}, {"role": "assistant", "content": "ok"}]
+    with pytest.raises(InvalidInputError) as raised:
+        compiler.compile([], "q", conversation_messages=edited)
+    assert raised.value.field is not None
+    assert raised.value.field.startswith(f"conversation_messages[{at}]")
