@@ -7,10 +7,10 @@ report, save the state. The algorithms live in ``membrane.stages``; this module 
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from membrane import config
@@ -26,7 +26,9 @@ from membrane.session import (
     Session,
     StoreNotes,
     load_calibration,
+    run_off_loop,
     scale_key,
+    write_state,
 )
 from membrane.stages.layout import ContextLayoutEngine
 from membrane.stages.preflight import SyncCompressor, async_analyst, check_compressed
@@ -233,13 +235,13 @@ class ContextCompiler:
 
         The compressor runs only when the memories on offer exceed
         ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. It must be
-        ``async`` (a sync one is refused before it runs). The compile itself, state-store
-        I/O included, runs in a worker thread (:func:`asyncio.to_thread`), so the event loop
-        is never blocked by the store and no lock is held across an ``await``.
+        ``async`` (a sync one is refused before it runs), and it is awaited holding no lock.
+        Store I/O runs off the event loop (:func:`membrane.session.run_off_loop`).
         """
         analyst = async_analyst(compress_async, compress_fn)
+        compile_now = partial(self.compile, memories, user_message, **kwargs)
         if analyst is None:
-            return await asyncio.to_thread(self.compile, memories, user_message, **kwargs)
+            return await run_off_loop(self.state_store, compile_now)
         count = self._counter(kwargs.get("tokenizer_registry")).count
         offer = normalise_offer(
             memories,
@@ -250,7 +252,7 @@ class ContextCompiler:
         )
         raw = "\n".join(offer.lines())
         if count(raw) <= config.preflight_token_threshold():
-            return self.compile(memories, user_message, **kwargs)
+            return await run_off_loop(self.state_store, compile_now)
         target = config.preflight_target_tokens()
         if hasattr(analyst, "compress_retrieved_memory"):
             summary = await analyst.compress_retrieved_memory(raw, target, user_message)
@@ -258,7 +260,8 @@ class ContextCompiler:
             summary = await analyst(raw, target, user_message)
         done = check_compressed(summary)
         kwargs["compress_sync"] = lambda _r, _t, _q: done
-        return await asyncio.to_thread(self.compile, memories, user_message, **kwargs)
+        compile_now = partial(self.compile, memories, user_message, **kwargs)
+        return await run_off_loop(self.state_store, compile_now)
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
@@ -271,13 +274,13 @@ class ContextCompiler:
             raise TypeError("actual_prompt_tokens must be an int (the provider's prompt tokens)")
         if self.fixed_token_scale is not None:
             return self.fixed_token_scale
-        report = CompileReport.from_metadata(result.metadata)
+        report, notes = CompileReport.from_metadata(result.metadata), StoreNotes()
         model_id, counted = report.model_id, report.sent_tokens
         key = scale_key(model_id)
         with self._locks.hold(key):  # observations of one model in this process take turns
-            calibration = load_calibration(self.state_store, model_id)
+            calibration = load_calibration(self.state_store, model_id, notes)
             calibration = calibration.observe(counted, actual_prompt_tokens)
-            self.state_store.put(key, calibration.to_dict())
+            write_state(self.state_store, key, calibration.to_dict(), notes)
         return calibration.scale
 
     def estimate(

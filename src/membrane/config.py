@@ -20,6 +20,7 @@ __all__ = [
     "preflight_target_tokens",
     "preflight_token_threshold",
     "redis_url",
+    "ref_map_ttl_seconds",
     "store_deadline_seconds",
 ]
 
@@ -76,6 +77,11 @@ def capability_map_path() -> str | None:
 def redis_url() -> str | None:
     """Default Redis URL for ref-map persistence and the Redis state store."""
     return os.environ.get("MEMBRANE_REDIS_URL") or os.environ.get("REDIS_URL") or None
+
+
+def ref_map_ttl_seconds() -> int:
+    """Seconds a saved ref map lives in Redis (``MEMBRANE_REF_MAP_TTL_SECONDS``, 600)."""
+    return _int_env("MEMBRANE_REF_MAP_TTL_SECONDS", 600)
 
 
 def store_deadline_seconds() -> float:

@@ -7,6 +7,7 @@ stage runs, the stages read the loaded values and queue what must be written, an
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import warnings
 from collections import OrderedDict
@@ -18,7 +19,7 @@ from typing import Any, Generic, TypeVar
 from membrane.capabilities import get_token_scale
 from membrane.errors import StoreUnavailable
 from membrane.report import CompileReport
-from membrane.state import StateStore, StateStoreWarning
+from membrane.state import InMemoryStateStore, StateStore, StateStoreWarning
 from membrane.tokenizers import ScaleCalibration
 
 __all__ = [
@@ -28,11 +29,14 @@ __all__ = [
     "StoreNotes",
     "conversation_key",
     "load_calibration",
+    "run_off_loop",
     "scale_key",
+    "write_state",
 ]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+R = TypeVar("R")
 
 
 class LRUCache(Generic[K, V]):
@@ -242,19 +246,28 @@ class Session:
 
     def save(self) -> None:
         """Write what the stages queued, in order (to the fallback only, during an outage)."""
-        fallback = _outage_fallback(self.store)
         for key, value in self._writes:
-            if self.notes.fallback and fallback is not None:
-                fallback.put(key, value)
-                continue
-            try:
-                self.store.put(key, value)
-            except StoreUnavailable:
-                if fallback is None:
-                    raise
-                self.notes.fallback = True
-                fallback.put(key, value)
+            write_state(self.store, key, value, self.notes)
         self._writes.clear()
+
+
+def write_state(store: StateStore, key: str, value: dict[str, Any], notes: StoreNotes) -> None:
+    """Put ``value`` under ``key``; once this compile has seen the store down, the fallback only.
+
+    So a value computed from in-process state never reaches the store, even when the store
+    answers again before the compile ends. Without a fallback, StoreUnavailable propagates.
+    """
+    fallback = _outage_fallback(store)
+    if notes.fallback and fallback is not None:
+        fallback.put(key, value)
+        return
+    try:
+        store.put(key, value)
+    except StoreUnavailable:
+        if fallback is None:
+            raise
+        notes.fallback = True
+        fallback.put(key, value)
 
 
 def load_calibration(
@@ -270,3 +283,16 @@ def load_calibration(
     if stored is not None:
         return ScaleCalibration.from_dict(stored)
     return ScaleCalibration(scale=get_token_scale(model_id) if model_id else 1.0)
+
+
+async def run_off_loop(store: StateStore, call: Callable[[], R]) -> R:
+    """``call()``, a compile that reads and writes ``store``, without blocking the event loop.
+
+    With the in-process store there is no I/O to wait for, so ``call`` runs right here. Any
+    other store (Redis, a caller's own) may wait on the network for up to its deadline, so
+    ``call`` runs in a worker thread (:func:`asyncio.to_thread`) and the loop keeps serving
+    other tasks meanwhile.
+    """
+    if type(store) is InMemoryStateStore:
+        return call()
+    return await asyncio.to_thread(call)

@@ -113,11 +113,30 @@ def _call(rng: random.Random) -> dict[str, Any]:
     }
 
 
-def _recording_compiler(order: list[int]) -> ContextCompiler:
+class _JsonStore:
+    """A store of JSON strings that is not the in-process one, so compile_async runs each
+    compile in a worker thread, as it does for Redis."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+        self.lock = threading.Lock()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self.lock:
+            raw = self.data.get(key)
+        return None if raw is None else json.loads(raw)
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        with self.lock:
+            self.data[key] = json.dumps(value)
+
+
+def _recording_compiler(order: list[int], remote: bool = False) -> ContextCompiler:
     def record(_metrics: CompileMetrics) -> None:
         order.append(_CALL.get())
 
-    return ContextCompiler(BUDGET, metrics_callback=record)
+    store = _JsonStore() if remote else None
+    return ContextCompiler(BUDGET, metrics_callback=record, state_store=store)
 
 
 def _same(a: CompileResult, b: CompileResult) -> None:
@@ -163,12 +182,13 @@ def test_eight_threads_on_one_compiler_are_linearisable() -> None:
     _replay(calls, results, order)
 
 
+@pytest.mark.parametrize("remote", [False, True], ids=["in-process store", "worker threads"])
 def test_200_tasks_with_an_awaiting_compressor_are_linearisable(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, remote: bool
 ) -> None:
     monkeypatch.setenv("MEMORY_PREFLIGHT_TOKEN_THRESHOLD", "60")
     order: list[int] = []
-    compiler = _recording_compiler(order)
+    compiler = _recording_compiler(order, remote)
     calls: dict[int, dict[str, Any]] = {}
     summaries: dict[int, str] = {}
 
@@ -194,7 +214,7 @@ def test_200_tasks_with_an_awaiting_compressor_are_linearisable(
     for result in results.values():
         _check_count_and_budget(result)
     assert any(r.messages[-1]["content"].count("Digest") for r in results.values())
-    fresh = ContextCompiler(BUDGET)
+    fresh = ContextCompiler(BUDGET, state_store=_JsonStore() if remote else None)
     assert sorted(order) == list(range(200))
     for n in order:
         kwargs = dict(calls[n])

@@ -8,6 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from membrane.errors import InvalidInputError
 from membrane.state.protocol import decode_state, encode_state
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "InMemoryStateStore"]
@@ -37,13 +38,18 @@ class InMemoryStateStore:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
-            raise ValueError(f"max_entries must be a positive int, got {max_entries!r}")
+            raise InvalidInputError(
+                f"max_entries must be a positive int, got {max_entries!r}", field="max_entries"
+            )
         if ttl_seconds is not None and not (
             isinstance(ttl_seconds, (int, float))
             and not isinstance(ttl_seconds, bool)
             and 0 < ttl_seconds < float("inf")
         ):
-            raise ValueError(f"ttl_seconds must be a positive number or None, got {ttl_seconds!r}")
+            raise InvalidInputError(
+                f"ttl_seconds must be a positive number of seconds or None, got {ttl_seconds!r}",
+                field="ttl_seconds",
+            )
         self.max_entries = max_entries
         self.ttl_seconds = ttl_seconds
         self._clock = clock
@@ -73,4 +79,6 @@ class InMemoryStateStore:
                 self._data.popitem(last=False)
 
     def __len__(self) -> int:
-        return len(self._data)
+        """Entries held, expired ones not yet dropped included (at most ``max_entries``)."""
+        with self._lock:
+            return len(self._data)

@@ -29,6 +29,7 @@ __all__ = [
     "OutagePolicy",
     "RedisStateStore",
     "StoreCall",
+    "bounded_client",
     "get_ref_map_for_conversation",
     "set_ref_map_for_conversation",
 ]
@@ -92,13 +93,13 @@ def _client_from_url(url: str | None, deadline: float) -> Any:
     )
 
 
-def _retries(client: Any, kwargs: dict[str, Any]) -> int:
-    retry = client.get_retry() if hasattr(client, "get_retry") else kwargs.get("retry")
-    if retry is None:
-        return 0
-    get = getattr(retry, "get_retries", None)
-    count = get() if callable(get) else getattr(retry, "_retries", 0)
-    return int(count)
+def _retries(kwargs: dict[str, Any]) -> int:
+    """Retries a connection built from ``kwargs`` makes (redis-py: a Retry, or one on timeout)."""
+    retry = kwargs.get("retry")
+    if retry is not None:
+        get = getattr(retry, "get_retries", None)
+        return int(get() if callable(get) else getattr(retry, "_retries", 0))
+    return 1 if kwargs.get("retry_on_timeout") or kwargs.get("retry_on_error") else 0
 
 
 def check_client(client: Any, deadline: float) -> Any:
@@ -127,7 +128,7 @@ def check_client(client: Any, deadline: float) -> Any:
                 f"request longer than the store's deadline of {deadline} s; {fix}",
                 field="client",
             )
-    retries = _retries(client, kwargs)
+    retries = _retries(kwargs)
     if retries:
         raise InvalidInputError(
             f"the Redis client retries {retries} times, so one call can outlast the store's "
@@ -135,6 +136,40 @@ def check_client(client: Any, deadline: float) -> Any:
             field="client",
         )
     return client
+
+
+def _check_options(
+    outage_policy: str, ttl_seconds: int | None, retry_after_seconds: float, fallback_entries: int
+) -> None:
+    """Raise InvalidInputError naming the first of RedisStateStore's options that is wrong."""
+    if outage_policy not in ("fallback", "raise"):
+        raise InvalidInputError(
+            f"outage_policy must be 'fallback' or 'raise', got {outage_policy!r}",
+            field="outage_policy",
+        )
+    if ttl_seconds is not None and (
+        isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 1
+    ):
+        raise InvalidInputError(
+            f"ttl_seconds must be a positive int or None, got {ttl_seconds!r}",
+            field="ttl_seconds",
+        )
+    if (
+        isinstance(retry_after_seconds, bool)
+        or not isinstance(retry_after_seconds, (int, float))
+        or not 0 <= retry_after_seconds <= 3600  # NaN and infinity fail too
+    ):
+        raise InvalidInputError(
+            f"retry_after_seconds must be a number of seconds in [0, 3600], got "
+            f"{retry_after_seconds!r}",
+            field="retry_after_seconds",
+        )
+    entries_ok = isinstance(fallback_entries, int) and not isinstance(fallback_entries, bool)
+    if not entries_ok or fallback_entries < 1:
+        raise InvalidInputError(
+            f"fallback_entries must be a positive int, got {fallback_entries!r}",
+            field="fallback_entries",
+        )
 
 
 class RedisStateStore:
@@ -165,23 +200,7 @@ class RedisStateStore:
         fallback_entries: int = 10_000,
     ) -> None:
         self.deadline_seconds = _check_deadline(deadline_seconds)
-        if outage_policy not in ("fallback", "raise"):
-            raise InvalidInputError(
-                f"outage_policy must be 'fallback' or 'raise', got {outage_policy!r}",
-                field="outage_policy",
-            )
-        if ttl_seconds is not None and (
-            isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 1
-        ):
-            raise InvalidInputError(
-                f"ttl_seconds must be a positive int or None, got {ttl_seconds!r}",
-                field="ttl_seconds",
-            )
-        if not (isinstance(retry_after_seconds, (int, float)) and retry_after_seconds >= 0):
-            raise InvalidInputError(
-                f"retry_after_seconds must be a non-negative number, got {retry_after_seconds!r}",
-                field="retry_after_seconds",
-            )
+        _check_options(outage_policy, ttl_seconds, retry_after_seconds, fallback_entries)
         if client is None:
             self._client = _client_from_url(url, self.deadline_seconds)
         else:
@@ -230,9 +249,7 @@ class RedisStateStore:
             elapsed = time.monotonic() - started
             self._note_failure(StoreCall(operation, key, elapsed, f"{type(exc).__name__}: {exc}"))
             verb = "read" if operation == "get" else "write"
-            raise StoreUnavailable(
-                f"cannot {verb} {key!r} in Redis: {exc}", store="redis"
-            ) from exc
+            raise StoreUnavailable(f"cannot {verb} {key!r} in Redis: {exc}", store="redis") from exc
         with self._lock:
             self._down = False
         return out
@@ -252,8 +269,58 @@ class RedisStateStore:
             )
 
 
-def _ref_map_key(conversation_id: str) -> str:
+def _ref_map_key(conversation_id: object) -> str:
+    if not isinstance(conversation_id, str) or not conversation_id:
+        raise InvalidInputError(
+            f"conversation_id must be a non-empty string, got {conversation_id!r}",
+            field="conversation_id",
+        )
+    if _has_surrogate(conversation_id):
+        raise InvalidInputError(
+            f"conversation_id must be text without lone surrogates, got {conversation_id!r}",
+            field="conversation_id",
+        )
     return os.environ.get("MEMBRANE_REF_MAP_PREFIX", "membrane:ref_map:") + conversation_id
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def _ref_map_ttl(ttl_seconds: object) -> int:
+    """``ttl_seconds`` checked, or ``MEMBRANE_REF_MAP_TTL_SECONDS`` (600) when None."""
+    if ttl_seconds is None:
+        ttl_seconds = config.ref_map_ttl_seconds()
+        field = "MEMBRANE_REF_MAP_TTL_SECONDS"
+    else:
+        field = "ttl_seconds"
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 1:
+        raise InvalidInputError(
+            f"{field} must be a whole number of seconds >= 1 (Redis cannot keep a key for "
+            f"0 or fewer seconds), got {ttl_seconds!r}",
+            field=field,
+        )
+    return ttl_seconds
+
+
+def _encode_ref_map(ref_map: object) -> str:
+    if not isinstance(ref_map, dict):
+        raise InvalidInputError(
+            f"ref_map must be a dict of citation numbers to ids, got {type(ref_map).__name__}",
+            field="ref_map",
+        )
+    for number, ref in ref_map.items():
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise InvalidInputError(
+                f"ref_map keys must be citation numbers (ints >= 0), got {number!r}",
+                field="ref_map",
+            )
+        if not isinstance(ref, str) or _has_surrogate(ref):
+            raise InvalidInputError(
+                f"ref_map[{number}] must be a string id without lone surrogates, got {ref!r}",
+                field=f"ref_map[{number}]",
+            )
+    return json.dumps({str(k): v for k, v in ref_map.items()}, sort_keys=True)
 
 
 def _ref_map_client(client: Any, deadline_seconds: float | None) -> Any:
@@ -261,6 +328,16 @@ def _ref_map_client(client: Any, deadline_seconds: float | None) -> Any:
     if client is None:
         return _client_from_url(None, deadline)
     return check_client(client, deadline)
+
+
+def bounded_client(url: str | None = None, *, deadline_seconds: float | None = None) -> Any:
+    """A ``redis.Redis`` client for ``url`` that the deadline rules accept.
+
+    Its socket and connect timeouts equal the deadline (``MEMBRANE_STORE_DEADLINE_SECONDS``,
+    0.25 s, when None) and it never retries. ``url`` defaults to ``MEMBRANE_REDIS_URL`` /
+    ``REDIS_URL``. Share it between :class:`RedisStateStore` and the ref-map functions.
+    """
+    return _client_from_url(url, _check_deadline(deadline_seconds))
 
 
 def set_ref_map_for_conversation(
@@ -273,13 +350,16 @@ def set_ref_map_for_conversation(
 ) -> None:
     """Save a turn's ``ref_map`` so a later request can resolve the model's citations.
 
-    ``client`` must meet the same deadline rules as :class:`RedisStateStore`'s.
+    ``client`` must meet the same deadline rules as :class:`RedisStateStore`'s. The key expires
+    after ``ttl_seconds`` (default ``MEMBRANE_REF_MAP_TTL_SECONDS``, 600); it must be >= 1.
+    Bad arguments raise :class:`~membrane.errors.InvalidInputError` before Redis is called.
     """
+    key = _ref_map_key(conversation_id)
+    raw = _encode_ref_map(ref_map)
+    ttl = _ref_map_ttl(ttl_seconds)
     client = _ref_map_client(client, deadline_seconds)
-    ttl = ttl_seconds or int(os.environ.get("MEMBRANE_REF_MAP_TTL_SECONDS", "600"))
-    raw = json.dumps({str(k): v for k, v in ref_map.items()}, sort_keys=True)
     try:
-        client.set(_ref_map_key(conversation_id), raw, ex=ttl)
+        client.set(key, raw, ex=ttl)
     except _redis_errors() as exc:
         raise StoreUnavailable(f"cannot save the ref map: {exc}", store="redis") from exc
 
@@ -292,8 +372,8 @@ def get_ref_map_for_conversation(
     A stored value that is not a map of integer citation numbers to string ids is discarded
     with a :class:`~membrane.state.StateStoreWarning` ({} is returned).
     """
-    client = _ref_map_client(client, deadline_seconds)
     key = _ref_map_key(conversation_id)
+    client = _ref_map_client(client, deadline_seconds)
     try:
         raw = client.get(key)
     except _redis_errors() as exc:

@@ -30,10 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUNDLED_ENCODINGS",
-    "CharacterEstimateCounter",
-    "HuggingFaceAdapter",
     "SCALE_MAX",
     "SCALE_MIN",
+    "CharacterEstimateCounter",
+    "HuggingFaceAdapter",
     "MemoizedCounter",
     "ScaleCalibration",
     "SentencePieceAdapter",

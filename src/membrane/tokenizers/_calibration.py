@@ -7,6 +7,7 @@ clearly too high.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from dataclasses import asdict, dataclass, replace
@@ -101,10 +102,8 @@ def _finite(data: dict[Any, Any], key: str, default: float | None) -> float:
     value = data.get(key)
     number = float("nan")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
+        with contextlib.suppress(OverflowError):  # an int too large for a float stays NaN
             number = float(value)
-        except OverflowError:  # an int too large for a float
-            pass
     if not math.isfinite(number):
         raise ValueError(f"{key} must be a finite number, got {str(value)[:40]}")
     return number
