@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from membrane import ContextCompiler
 from membrane.errors import InvalidInputError
+from membrane.messages import prefix_digest
 from tests.strategies import conversations
 
 GOOD: list[dict[str, Any]] = [
@@ -150,3 +151,16 @@ def test_any_edit_to_a_validated_prefix_is_validated_again(
         compiler.compile([], "q", conversation_messages=edited)
     assert raised.value.field is not None
     assert raised.value.field.startswith(f"conversation_messages[{at}]")
+
+
+def test_the_digest_proves_a_tuple_and_a_list_of_the_same_messages_alike() -> None:
+    history = [dict(m) for m in GOOD] * 200
+    assert prefix_digest(history, 300) == prefix_digest(tuple(history), 300)
+    assert prefix_digest(history, 300) != prefix_digest(history, 299)
+    edited = [dict(m) for m in history]
+    edited[5]["content"] = "OK!"
+    assert prefix_digest(history, 300) != prefix_digest(edited, 300)
+    assert prefix_digest([{"role": "user", "content": {"x": 1}}], 1) != prefix_digest(
+        [{"role": "user", "content": "{'x': 1}"}], 1
+    )
+    assert prefix_digest([{"content": lambda: 0}], 1) is None  # no proof: validated in full

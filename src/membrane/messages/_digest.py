@@ -47,7 +47,8 @@ def _feed(hasher: Any, messages: Sequence[object], start: int, stop: int) -> boo
     """Hash ``messages[start:stop]`` a chunk at a time (``start`` on a chunk boundary)."""
     for at in range(start, stop, _CHUNK):
         try:
-            data = pickle.dumps(messages[at : min(at + _CHUNK, stop)], protocol=5)
+            # As a list: a tuple of the same messages must digest the same.
+            data = pickle.dumps(list(messages[at : min(at + _CHUNK, stop)]), protocol=5)
         except Exception:
             return False
         hasher.update(len(data).to_bytes(8, "little"))
