@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from membrane import config
 from membrane.capabilities import get_model_capabilities
 from membrane.messages import CheckedPrefix, HistoryVersion, Message, check_history, check_text
-from membrane.prompt_text import mem_numbers
 from membrane.render import Rendered, render_end, render_system
 from membrane.report import CompileMetrics, CompileReport, Region
 from membrane.result import CompileResult, CostQuote
@@ -397,7 +396,7 @@ class ContextCompiler:
     # ------------------------------------------------------------------ results
 
     def _emit(self, rendered: Rendered) -> CompileResult:
-        present = mem_numbers(rendered.memory_text)
+        present = rendered.cited
         offer = rendered.offer
         cited = sorted((s for s in offer.citable if s.number in present), key=lambda s: s.number)
         result = CompileResult(

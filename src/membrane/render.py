@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from membrane.messages import Message, message_text
+from membrane.prompt_text import mem_numbers
 from membrane.report import CompileReport, RegionMarks
 from membrane.stages.firewall import Offer, fit_system_message
 from membrane.stages.glaciator import cache_metadata
@@ -14,16 +16,20 @@ from membrane.stages.window import HistoryWindow
 from membrane.text.semantic import SemanticCall
 from membrane.turn import Turn
 
-__all__ = ["Rendered", "render_end", "render_system"]
+__all__ = ["Rendered", "cited_numbers", "render_end", "render_system"]
 
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
-    """A stage's output before the result is built: messages, memory text, evidence."""
+    """A stage's output before the result is built: messages, citations, evidence.
+
+    ``cited`` holds the ``[Mem:N]`` numbers of the memory segments sent (see
+    :func:`cited_numbers`).
+    """
 
     messages: list[Message]
     offer: Offer
-    memory_text: str
+    cited: frozenset[int]
     report: CompileReport
     regions: RegionMarks
     trace: dict[str, Any] | None
@@ -87,7 +93,8 @@ def render_end(
     )
     regions = _end_marks(turn, fitted)
     trace = {"choices": fitted.choice, "sources": list(tail.sources)} if turn.debug else None
-    return Rendered(messages, turn.offer, tail.memory_text(), report, regions, trace)
+    cited = cited_numbers(turn.offer, tail.sources, tail.memory_text())
+    return Rendered(messages, turn.offer, cited, report, regions, trace)
 
 
 def render_system(
@@ -122,7 +129,23 @@ def render_system(
     regions = _system_marks(turn.core, fitted.middle, fitted.text, end_text)
     trace = {"choices": list(fitted.choice)} if turn.debug else None
     messages: list[Message] = [{"role": "system", "content": fitted.text}]
-    return Rendered(messages, turn.offer, fitted.middle, report, regions, trace)
+    cited = cited_numbers(turn.offer, fitted.kept, fitted.middle)
+    return Rendered(messages, turn.offer, cited, report, regions, trace)
+
+
+def cited_numbers(offer: Offer, kept: Sequence[int], kept_text: str) -> frozenset[int]:
+    """The memory numbers sent: those of the kept segments (``kept`` indexes the offer).
+
+    A segment's number is the one it was laid out with; a ``[Mem:N]`` written in its text
+    cites nothing. The exception is a compressed offer: it has no segments, only the caller's
+    summary of them (``kept_text``), whose tags of memories that were on offer are what it
+    cites.
+    """
+    segments = offer.segments
+    numbers = {segments[i].number for i in kept if i < len(segments)}
+    if not segments and offer.citable:
+        numbers |= mem_numbers(kept_text) & {s.number for s in offer.citable}
+    return frozenset(numbers)
 
 
 def _common_report(turn: Turn, sent_tokens: int, semantic: SemanticCall | None) -> dict[str, Any]:

@@ -285,6 +285,28 @@ def redis_server() -> Iterator[RedisProcess]:
         yield server
 
 
+@given(raw_values(_calibration_like()), raw_values(_conversation_like()))
+def test_the_same_through_a_real_redis(
+    redis_server: RedisProcess, scale_raw: str | bytes, conversation_raw: str | bytes
+) -> None:
+    """The bytes sit in Redis and are read back by RedisStateStore, as in a fleet."""
+    from membrane.state import RedisStateStore
+    from membrane.state.redis import bounded_client
+
+    client = bounded_client(redis_server.url, deadline_seconds=5.0)
+    client.flushdb()
+    client.set("membrane:state:" + SCALE_KEY, scale_raw)
+    client.set("membrane:state:" + CONVERSATION_KEY, conversation_raw)
+    store = RedisStateStore(client, deadline_seconds=5.0, outage_policy="raise")
+    result, _ = compile_with(store)
+    assert_budget_holds(result)
+    if good_calibration(scale_raw) is None:
+        assert "scale" in result.metadata["state_discarded"]
+    if badly_typed_conversation(conversation_raw):
+        assert "conversation" in result.metadata["state_discarded"]
+    client.close()
+
+
 @given(
     st.one_of(
         _JSON.map(_dumps),
