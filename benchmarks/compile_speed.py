@@ -5,6 +5,10 @@
 (a) Fresh inputs: a new compiler for every call, 10 / 100 / 1,000 history messages, 8 memories.
 (b) The hard suite's 80-turn chat: one compiler per conversation, per-turn time.
 (c) Per-turn time around 100 / 1,000 / 10,000 history messages, one compiler, turns appended.
+(d) The history proof at 1,000 and 10,000 messages: the prefix digest that lets a compile skip
+    re-validating what it checked last turn, full validation (what a compile without a proof
+    pays), and per-turn compile time with the digest against ``history_version=`` (no digest).
+    ``--history-proof`` runs only this part and writes ``compile_speed_history_proof.json``.
 
 Times are ``time.perf_counter_ns`` around the call alone, after warm-up runs; medians and 95th
 percentiles over many repetitions. Wall-clock numbers drift between runs on a shared machine:
@@ -234,11 +238,78 @@ def growing(sizes: Sequence[int], turns: int, warmup: int, passes: int) -> list[
     return out
 
 
+def history_proof(sizes: Sequence[int], turns: int, warmup: int, passes: int) -> list[dict]:
+    """(d) What proving the history unchanged costs per turn, and what it saves."""
+    from membrane.messages import prefix_digest, validate_messages
+
+    compiler_cls, memory_cls = _membrane()
+    out = []
+    for n in sizes:
+        scenario = _long_scenario(n + 2 * (turns + warmup) + 20)
+        history = _history(scenario, n)
+        digest_ns = _repeat(lambda h=history: prefix_digest(h, len(h)), 3 * turns)
+        validate_ns = _repeat(lambda h=history: validate_messages(h), 3 * turns)
+        per_turn: dict[str, list[int]] = {"digest": [], "history_version": []}
+        for _ in range(passes):
+            for way in per_turn:
+                gc.collect()
+                per_turn[way] += _proof_turns(
+                    compiler_cls, memory_cls, scenario, n, turns, warmup, way
+                )
+        row: dict[str, Any] = {
+            "history_messages": n,
+            "digest_ms_median": _stats(digest_ns)[0],
+            "full_validation_ms_median": _stats(validate_ns)[0],
+        }
+        for way, ns in per_turn.items():
+            row[f"compile_{way}_ms_median"], row[f"compile_{way}_ms_p95"] = _stats(ns)
+        out.append(row)
+        print(
+            f"  history proof ~{n:>5} messages: digest {row['digest_ms_median']:.2f} ms, "
+            f"full validation {row['full_validation_ms_median']:.2f} ms, compile "
+            f"{row['compile_digest_ms_median']:.2f} ms (digest) / "
+            f"{row['compile_history_version_ms_median']:.2f} ms (history_version)",
+            file=sys.stderr,
+        )
+    return out
+
+
+def _proof_turns(
+    compiler_cls: Any,
+    memory_cls: Any,
+    scenario: Scenario,
+    start: int,
+    turns: int,
+    warmup: int,
+    way: str,
+) -> list[int]:
+    """Per-turn compile time from message ``start`` on, proving the prefix one ``way``."""
+    compiler = compiler_cls(BUDGET, model_id="openai/gpt-4o", token_scale=1.0)
+    history: list[dict[str, Any]] = []
+    times: list[int] = []
+    for version, turn in enumerate(scenario.turns):
+        if len(history) >= start:
+            memories = _memory_items(turn, memory_cls)
+            extra = {"history_version": version} if way == "history_version" else {}
+            t0 = time.perf_counter_ns()
+            compiler.compile(memories, turn.user_message, conversation_messages=history, **extra)
+            elapsed = time.perf_counter_ns() - t0
+            times.append(elapsed)
+            if len(times) >= warmup + turns:
+                break
+        history.append({"role": "user", "content": turn.user_message})
+        history.extend(dict(m) for m in turn.reply)
+    return times[warmup:]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.compile_speed", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke runs)")
     parser.add_argument("--no-write", action="store_true", help="print only, write no JSON")
+    parser.add_argument("--history-proof", action="store_true", help="only part (d)")
     args = parser.parse_args(argv)
+    if args.history_proof:
+        return _history_proof_only(args.quick, args.no_write)
     try:
         LangChainTrim()
     except StrategyUnavailable as exc:
@@ -255,6 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         a = fresh((10, 100, 1000), reps)
         b = chat_80(seeds=5, passes=3)
         c = growing((100, 1000, 10_000), turns=40, warmup=5, passes=3)
+    d = history_proof((1000, 10_000), turns=10 if args.quick else 40, warmup=3, passes=3)
     payload = {
         "suite": "compile_speed",
         "command": command_line(),
@@ -271,6 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "fresh": a,
         "chat_80_turns": b,
         "growing": c,
+        "history_proof": d,
     }
     if not args.no_write:
         print(f"wrote {write_result('compile_speed', payload)}", file=sys.stderr)
@@ -278,6 +351,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.tables import compile_speed_tables
 
     print(compile_speed_tables(payload))
+    return 0
+
+
+def _history_proof_only(quick: bool, no_write: bool) -> int:
+    t0 = time.perf_counter()
+    rows = history_proof((1000, 10_000), turns=10 if quick else 40, warmup=3, passes=3)
+    payload = {
+        "suite": "compile_speed_history_proof",
+        "command": command_line(),
+        "machine": machine(),
+        "elapsed_seconds": round(time.perf_counter() - t0, 1),
+        "budget": BUDGET,
+        "notes": (
+            "ContextCompiler(max_tokens=6000, model_id='openai/gpt-4o', token_scale=1.0), one "
+            "compiler, the same list grown turn by turn (the hard suite's long chat). digest: "
+            "membrane.messages.prefix_digest of the whole history; full validation: "
+            "validate_messages of it; compile: per-turn time proving the prefix by digest "
+            "(the default) or by history_version= (an int counter, no digest)."
+        ),
+        "history_proof": rows,
+    }
+    if not no_write:
+        print(f"wrote {write_result('compile_speed_history_proof', payload)}", file=sys.stderr)
     return 0
 
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-import membrane.compiler
 from membrane import (
     TIER_PROCEDURAL,
     TIER_SEMANTIC,
@@ -26,6 +25,7 @@ from membrane import (
     compile_prompt_payload,
 )
 from membrane.backend import default_pool, split_history
+from membrane.messages import _digest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -94,13 +94,13 @@ class _ValidationSpy:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.validated: list[int] = []
-        real = membrane.compiler.validate_messages
+        real = _digest.validate_messages
 
         def spy(messages: Any, **kwargs: Any) -> Any:
             self.validated.append(len(messages or []) - kwargs.get("start", 0))
             return real(messages, **kwargs)
 
-        monkeypatch.setattr(membrane.compiler, "validate_messages", spy)
+        monkeypatch.setattr(_digest, "validate_messages", spy)
 
 
 async def test_two_turns_share_the_prefix_bytes_and_the_second_does_not_replay(

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from membrane import config
 from membrane.capabilities import get_model_capabilities
-from membrane.errors import InvalidInputError
-from membrane.messages import Message, message_text, tool_call_ids, validate_messages
+from membrane.messages import CheckedPrefix, HistoryVersion, Message, check_history, check_text
 from membrane.profile import Watch, start_watch
 from membrane.records import TextCapSetting, check_text_cap
 from membrane.render import Rendered, render_end, render_system, timed_report
 from membrane.report import CompileMetrics, CompileReport, Region, note_preflight_cache
 from membrane.result import CompileResult, CostQuote
 from membrane.session import (
+    KeyedLocks,
     LRUCache,
     Session,
     StoreNotes,
@@ -32,7 +32,12 @@ from membrane.session import (
 )
 from membrane.stages.agent import agent_inputs, check_tools_change
 from membrane.stages.layout import ContextLayoutEngine
-from membrane.stages.preflight import PreflightCache, SyncCompressor, summarise_middle
+from membrane.stages.preflight import (
+    PreflightCache,
+    SyncCompressor,
+    async_analyst,
+    summarise_middle,
+)
 from membrane.stages.tail import TailSettings, fit_tail
 from membrane.stages.window import WindowPlanner, WindowSettings
 from membrane.state import InMemoryStateStore, StateStore
@@ -46,6 +51,7 @@ from membrane.turn import (
     check_placement,
     check_positive_int,
     check_scale,
+    check_turn_texts,
     compress_offer,
     normalise_offer,
     oversized_middle,
@@ -118,6 +124,7 @@ class ContextCompiler:
         check_non_negative_int("message_overhead_tokens", message_overhead_tokens)
         check_positive_int("keyframe_tokens", keyframe_tokens)
         check_scale(token_scale)
+        check_text(core_content, "core_content")
         self.max_tokens = max_tokens
         self.model_id = model_id
         self.core_content = core_content
@@ -145,10 +152,9 @@ class ContextCompiler:
         self._counters: dict[int, MemoizedCounter] = {}
         self._window = WindowPlanner()
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
-        # Per conversation: how many messages passed, the last of them, their tool-call ids.
-        self._validated: LRUCache[str, tuple[int, tuple[str, str], frozenset[str]]] = LRUCache(
-            _MAX_CONVERSATIONS
-        )
+        # Per conversation: what its last validated history proved (see check_history).
+        self._checked: LRUCache[str, CheckedPrefix] = LRUCache(_MAX_CONVERSATIONS)
+        self._locks = KeyedLocks()
 
     def compile(
         self,
@@ -169,6 +175,7 @@ class ContextCompiler:
         tools: Sequence[Mapping[str, Any]] | None = None,
         image_sizes: Mapping[str, tuple[int, int]] | None = None,
         reserve_output_tokens: int | None = None,
+        history_version: HistoryVersion | None = None,
         debug: bool = False,
     ) -> CompileResult:
         """Compile one turn.
@@ -181,7 +188,14 @@ class ContextCompiler:
         it the compiler keeps one conversation of its own. ``tools`` (OpenAI function tools or
         Anthropic tools), images in the history (priced from their size; ``image_sizes`` gives
         remote URLs' sizes) and ``reserve_output_tokens`` (room kept for the answer) are
-        counted against the budget; see ``docs/agents.md``.
+        counted against the budget; see ``docs/agents.md``. ``history_version`` (a counter or
+        etag the caller owns) vouches that the history only grew since the last compile that
+        passed it, so the part validated then is not checked again; without it a digest of
+        that part proves it unchanged (see :func:`membrane.messages.check_history`).
+
+        One compiler may be shared by threads and tasks: compiles of one conversation take
+        turns, each one's state read, window, tail, state write and ``metrics_callback`` in
+        one critical section; compiles of different conversations run side by side.
         """
         check_compressor(compress_sync)
         notes = StoreNotes()
@@ -200,11 +214,17 @@ class ContextCompiler:
             profile=profile,
             tokenizer_registry=tokenizer_registry,
             conversation_id=conversation_id,
+            history_version=history_version,
             compress_sync=compress_sync,
             agent=(tools, image_sizes, reserve_output_tokens),
             debug=debug,
             watch=watch,
         )
+        with self._locks.hold(turn.conversation):
+            return self._compile_turn(turn, notes, watch)
+
+    def _compile_turn(self, turn: Turn, notes: StoreNotes, watch: Watch) -> CompileResult:
+        """The stages of one compile, from the state read to the state write and the result."""
         session = Session(self.state_store, turn.conversation, notes)
         turn = replace(turn, tools_changed=check_tools_change(turn.agent, session))
         semantic = self._semantic.call() if self._semantic is not None else None
@@ -236,12 +256,13 @@ class ContextCompiler:
 
         The compressor runs only when the memories on offer exceed
         ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O
-        runs off the event loop (:func:`membrane.session.run_off_loop`). With a
+        runs off the event loop (:func:`membrane.session.run_off_loop`). It must be ``async`` (a
+        sync one is refused before it runs) and is awaited holding no lock. With a
         ``redis.asyncio`` ``redis_client`` and a ``conversation_id``, summaries are cached in
         Redis (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
         """
         cache = PreflightCache.for_call(redis_client, kwargs.get("conversation_id"))
-        analyst = compress_async if compress_async is not None else compress_fn
+        analyst = async_analyst(compress_async, compress_fn)
         count = self._counter(kwargs.get("tokenizer_registry")).count
         raw = oversized_middle(memories, kwargs, self._caps, count) if analyst else None
         compile_now = partial(self.compile, memories, user_message, **kwargs)
@@ -267,10 +288,11 @@ class ContextCompiler:
             return self.fixed_token_scale
         report, notes = CompileReport.from_metadata(result.metadata), StoreNotes()
         model_id, counted = report.model_id, report.sent_tokens
-        calibration = load_calibration(self.state_store, model_id, notes).observe(
-            counted, actual_prompt_tokens
-        )
-        write_state(self.state_store, scale_key(model_id), calibration.to_dict(), notes)
+        key = scale_key(model_id)
+        with self._locks.hold(key):  # observations of one model in this process take turns
+            calibration = load_calibration(self.state_store, model_id, notes)
+            calibration = calibration.observe(counted, actual_prompt_tokens)
+            write_state(self.state_store, key, calibration.to_dict(), notes)
         return calibration.scale
 
     def estimate(
@@ -312,15 +334,25 @@ class ContextCompiler:
         profile: MembraneProfile | None,
         tokenizer_registry: TokenizerRegistry | None,
         conversation_id: str | None,
+        history_version: HistoryVersion | None,
         compress_sync: SyncCompressor | None,
         agent: tuple[object, Mapping[str, tuple[int, int]] | None, int | None],
         debug: bool,
         watch: Watch,
     ) -> Turn:
-        if not isinstance(user_message, str):
-            raise InvalidInputError("user_message must be a string", field="user_message")
+        check_turn_texts(
+            user_message,
+            agent_persona_prompt,
+            last_assistant_turn,
+            dynamic_directives,
+            conversation_id,
+        )
         conversation = conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION
-        history = self._validate_history(conversation_messages, conversation)
+        history, proved = check_history(
+            conversation_messages, self._checked.get(conversation), history_version
+        )
+        if proved is not None:
+            self._checked.put(conversation, proved)
         label = profile.classify(user_message, history) if profile is not None else None
         # One capability lookup per compile: the context cap here, caching in the metadata.
         capabilities = get_model_capabilities(self.model_id) if self.model_id else None
@@ -374,28 +406,6 @@ class ContextCompiler:
             report_policies=profile is not None and bool(profile.policies or profile.must_include),
         )
 
-    def _validate_history(
-        self, messages: Sequence[Message] | None, conversation: str
-    ) -> list[Message]:
-        """Validate the history, skipping the prefix this conversation already passed."""
-        start, earlier = 0, frozenset[str]()
-        seen = self._validated.get(conversation)
-        if (
-            seen is not None
-            and isinstance(messages, list)
-            and len(messages) >= seen[0]
-            and _message_key(messages[seen[0] - 1]) == seen[1]
-        ):
-            start, earlier = seen[0], seen[2]
-        history = validate_messages(
-            messages, field="conversation_messages", start=start, earlier_call_ids=earlier
-        )
-        if history:
-            new_ids = tool_call_ids(history, start)
-            ids = earlier | new_ids if new_ids else earlier
-            self._validated.put(conversation, (len(history), _message_key(history[-1]), ids))
-        return history
-
     def _window_settings(self) -> WindowSettings:
         return WindowSettings(
             trim_history=self.trim_history,
@@ -435,9 +445,3 @@ class ContextCompiler:
             memo = MemoizedCounter(base)
             self._counters[id(base)] = memo
         return memo
-
-
-def _message_key(message: object) -> tuple[str, str]:
-    if not isinstance(message, dict):
-        return ("", repr(message))
-    return (str(message.get("role")), message_text(message))

@@ -107,8 +107,16 @@ class MemoryItem:
             raise InvalidInputError(
                 f"MemoryItem.priority must be 1, 2 or 3, got {self.priority!r}", field="priority"
             )
-        if not 0.0 <= self.confidence <= 1.0:
-            raise InvalidInputError("MemoryItem.confidence must be in [0, 1]", field="confidence")
+        confidence = self.confidence
+        if (
+            isinstance(confidence, bool)
+            or not isinstance(confidence, (int, float))
+            or not 0.0 <= confidence <= 1.0
+        ):
+            raise InvalidInputError(
+                f"MemoryItem.confidence must be a number from 0 to 1, got {confidence!r}",
+                field="confidence",
+            )
 
     @property
     def memory_kind(self) -> str:

@@ -8,9 +8,11 @@ stage runs, the stages read the loaded values and queue what must be written, an
 from __future__ import annotations
 
 import asyncio
+import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
@@ -21,6 +23,7 @@ from membrane.state import InMemoryStateStore, StateStore, StateStoreWarning
 from membrane.tokenizers import ScaleCalibration
 
 __all__ = [
+    "KeyedLocks",
     "LRUCache",
     "Session",
     "StoreNotes",
@@ -37,30 +40,69 @@ R = TypeVar("R")
 
 
 class LRUCache(Generic[K, V]):
-    """A dict bounded to ``max_entries``; the least recently used entry leaves first."""
+    """A dict bounded to ``max_entries``; the least recently used entry leaves first.
+
+    Safe to share between threads: each operation holds the cache's own lock briefly.
+    """
 
     def __init__(self, max_entries: int) -> None:
         self._max = max_entries
         self._data: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
 
     def put(self, key: K, value: V) -> None:
-        self._data[key] = value
-        self._data.move_to_end(key)
-        while len(self._data) > self._max:
-            self._data.popitem(last=False)
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._max:
+                self._data.popitem(last=False)
 
     def discard_where(self, predicate: Callable[[K], bool]) -> None:
-        for key in [k for k in self._data if predicate(k)]:
-            del self._data[key]
+        with self._lock:
+            for key in [k for k in self._data if predicate(k)]:
+                del self._data[key]
 
     def __len__(self) -> int:
         return len(self._data)
+
+
+class KeyedLocks:
+    """One re-entrant lock per key (a conversation, a model's scale) while anyone holds it.
+
+    Compiles of one conversation take turns; compiles of different conversations never wait
+    for each other. A key's lock is dropped when its last holder leaves, so the registry holds
+    only the keys in use. The locks are thread locks and are never held across an ``await``.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[Hashable, tuple[threading.RLock, list[int]]] = {}
+
+    @contextmanager
+    def hold(self, key: Hashable) -> Iterator[None]:
+        with self._guard:
+            entry = self._locks.get(key)
+            if entry is None:
+                entry = self._locks[key] = (threading.RLock(), [0])
+            entry[1][0] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._guard:
+                entry[1][0] -= 1
+                if not entry[1][0]:
+                    del self._locks[key]
+
+    def __len__(self) -> int:
+        return len(self._locks)
 
 
 def scale_key(model_id: str | None) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from membrane import config
 from membrane.capabilities import ModelCapabilities
 from membrane.errors import InvalidInputError
-from membrane.messages import Message
+from membrane.messages import Message, check_text, find_lone_surrogate
 from membrane.records import (
     MEMORY_KINDS,
     MemoryItem,
@@ -48,6 +48,7 @@ __all__ = [
     "check_placement",
     "check_positive_int",
     "check_scale",
+    "check_turn_texts",
     "compress_offer",
     "memory_pairs",
     "normalise_offer",
@@ -146,6 +147,8 @@ def normalise_offer(
         limit = plan.max_chars.get(position) if plan is not None else None
         own_caps = caps if limit is None else {**caps, memory_kind(memory): limit}
         segments.extend(render_memories([(memory, tier)], start_number=number, caps=own_caps))
+    for segment in segments:
+        _check_rendered(segment.line, segment.number - 1, memories)
     truncated = sum(1 for s in segments if s.truncated)
     rules = _fit_rules(plan, label) if profile is not None and profile.shapes_the_fit else None
     return Offer(segments, extras, truncated, citable=list(segments), rules=rules)
@@ -258,12 +261,49 @@ def _check_record(i: int, memory: object) -> None:
         raise InvalidInputError(f"{where}: {exc}", field=where) from None
 
 
+def _check_rendered(line: str, index: int, memories: Sequence[object] | None) -> None:
+    """A memory's line must be encodable; the error names the field that broke it."""
+    if find_lone_surrogate(line, "") is None or memories is None:
+        return
+    memory = memories[index]
+    for name in ("content", "kind"):
+        value = getattr(memory, name, None)
+        if isinstance(value, str):
+            check_text(value, f"memories[{index}].{name}")
+    check_text(line, f"memories[{index}]")
+
+
 # ---------------------------------------------------------------------- argument checks
 
 
 def check_compressor(compressor: object) -> None:
     if compressor is not None and not callable(compressor):
         raise TypeError("compress_sync must be a function (raw_middle, target_tokens, question)")
+
+
+def check_turn_texts(
+    user_message: object,
+    agent_persona_prompt: object,
+    last_assistant_turn: object,
+    dynamic_directives: object,
+    conversation_id: object,
+) -> None:
+    """The compile's text arguments are strings (or None where optional) UTF-8 can encode."""
+    check_text(user_message, "user_message")
+    check_text(agent_persona_prompt, "agent_persona_prompt", optional=True)
+    check_text(last_assistant_turn, "last_assistant_turn", optional=True)
+    check_text(conversation_id, "conversation_id", optional=True)
+    if dynamic_directives is None or isinstance(dynamic_directives, str):
+        check_text(dynamic_directives, "dynamic_directives", optional=True)
+    elif isinstance(dynamic_directives, Sequence) and not isinstance(dynamic_directives, bytes):
+        for i, directive in enumerate(dynamic_directives):
+            check_text(directive, f"dynamic_directives[{i}]", optional=True)
+    else:
+        raise InvalidInputError(
+            "dynamic_directives must be a string, a list of strings or None, got "
+            f"{type(dynamic_directives).__name__}",
+            field="dynamic_directives",
+        )
 
 
 def check_positive_int(name: str, value: object) -> None:
@@ -326,5 +366,6 @@ def check_extras(extras: Sequence[tuple[str, int]] | None) -> list[tuple[str, in
                 f"middle_extras[{i}] must be a (text, tier) tuple with tier 1, 2 or 3",
                 field=f"middle_extras[{i}]",
             )
+        check_text(item[0], f"middle_extras[{i}]")
         out.append((item[0], int(item[1])))
     return out

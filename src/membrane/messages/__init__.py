@@ -11,6 +11,8 @@ typed parts for the request builders. Tool pairing is checked in one place
 
 from __future__ import annotations
 
+from membrane.messages._checks import check_text, find_lone_surrogate
+from membrane.messages._digest import CheckedPrefix, HistoryVersion, check_history, prefix_digest
 from membrane.messages._images import ImageCost, ImageTally, image_size, image_tokens
 from membrane.messages._pairing import (
     HistoryUnit,
@@ -49,7 +51,9 @@ from membrane.messages._tools import (
 
 __all__ = [
     "IMAGE_PART_TEXT",
+    "CheckedPrefix",
     "HistoryUnit",
+    "HistoryVersion",
     "Image",
     "ImageCost",
     "ImageTally",
@@ -61,6 +65,9 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "ToolSpec",
+    "check_history",
+    "check_text",
+    "find_lone_surrogate",
     "group_units",
     "history_text",
     "image_size",
@@ -71,6 +78,7 @@ __all__ = [
     "message_text",
     "normalize_messages",
     "normalize_tools",
+    "prefix_digest",
     "speaker_label",
     "tool_call_ids",
     "tool_call_labels",

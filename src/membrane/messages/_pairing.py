@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from membrane.errors import InvalidInputError, ToolPairingError
+from membrane.messages._checks import check_message_details
 
 __all__ = ["HistoryUnit", "group_units", "tool_call_ids", "validate_messages"]
 
@@ -212,6 +213,7 @@ def _check_message(msg: object, where: str) -> None:
         )
     if content is None and role != "assistant":
         raise InvalidInputError(f"{where}.content is missing", field=where)
+    check_message_details(msg, where)
 
 
 def validate_messages(

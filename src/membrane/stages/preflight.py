@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from membrane import config
 from membrane.errors import InvalidInputError, StoreUnavailable
+from membrane.messages import check_text
 from membrane.prompt_text import mem_numbers
 from membrane.state.async_redis import check_async_client, redis_get, redis_set
 
@@ -24,6 +25,7 @@ __all__ = [
     "PreflightCache",
     "SyncCompressor",
     "as_preflight_analyst",
+    "async_analyst",
     "check_compressed",
     "mem_numbers",
     "summarise_middle",
@@ -69,6 +71,7 @@ def check_compressed(value: object) -> str:
             f"the pre-flight compressor must return a string, got {type(value).__name__}",
             field="compress_sync",
         )
+    check_text(value, "compress_sync")
     return value
 
 
@@ -141,3 +144,32 @@ async def summarise_middle(
         except StoreUnavailable:
             outcome = "unavailable"
     return summary, outcome
+
+
+def _is_async(fn: object) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
+    return not inspect.isfunction(fn) and inspect.iscoroutinefunction(call)
+
+
+def async_analyst(
+    compress_async: object, compress_fn: object
+) -> PreFlightAnalyst | AsyncCompressor | None:
+    """The async compressor passed (``compress_async`` first), refused before it runs if sync.
+
+    Accepted: an ``async def`` function, an object with an ``async def __call__``, or a
+    :class:`PreFlightAnalyst` whose ``compress_retrieved_memory`` is ``async def``.
+    """
+    name = "compress_async" if compress_async is not None else "compress_fn"
+    analyst = compress_async if compress_async is not None else compress_fn
+    if analyst is None:
+        return None
+    method = getattr(analyst, "compress_retrieved_memory", None)
+    if _is_async(method if method is not None else analyst):
+        return analyst  # type: ignore[return-value]
+    raise TypeError(
+        f"{name} must be an async function (async def f(raw, target, question)) or an object "
+        "with an async compress_retrieved_memory; pass a sync function as compress_sync to "
+        "compile() instead"
+    )

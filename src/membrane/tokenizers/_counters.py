@@ -113,7 +113,8 @@ class MemoizedCounter:
     For a counter that declares ``splits_at_line_starts`` (the bundled tiktoken encodings), a
     long text is counted line by line, so a prompt that reuses most of last turn's lines costs
     only its new lines. The memo is bounded: when it holds ``max_entries`` texts it is
-    cleared, which keeps memory flat in a long-lived process.
+    cleared, which keeps memory flat in a long-lived process. Threads may share one: a count
+    is a function of the text alone, and the memo is read with one lookup per text.
     """
 
     def __init__(self, inner: TokenCounter, max_entries: int = 50_000) -> None:
@@ -140,8 +141,10 @@ class MemoizedCounter:
         if len(text) >= _SPLIT_MIN_CHARS and "\n" in text:
             pieces = _split_at_piece_starts(text)
             if len(pieces) > 1:
-                memo = self._memo  # most pieces are known: look them up without a call
-                return sum([memo[p] if p in memo else self._count_piece(p) for p in pieces])
+                # Most pieces are known: look them up without a call. One lookup each, as
+                # another thread may clear the memo between a membership test and a read.
+                known = self._memo.get
+                return sum([self._count_piece(p) if (n := known(p)) is None else n for p in pieces])
         return self._count_uncut(text)
 
     def count_lines(self, lines: Sequence[tuple[str, str]]) -> int:
@@ -209,8 +212,9 @@ class MemoizedCounter:
             return self.count(text[:space]) + self.count(text[space:])
         # " text" from a memoised "text": only the first word's piece takes the space.
         word = _leading_word(text[1:]) if text.startswith(" ") else None
-        if word is not None and text[1:] in self._memo:
-            return self._memo[text[1:]] - self.count(word) + self.count(" " + word)
+        known = self._memo.get(text[1:]) if word is not None else None
+        if word is not None and known is not None:
+            return known - self.count(word) + self.count(" " + word)
         return self.inner.count(text)
 
     def _remember(self, text: str, n: int) -> None:

@@ -110,9 +110,12 @@ class HistoryTracker:
         return self.bounds[-1][1] if self.bounds else 0
 
     def matches(self, messages: Sequence[Mapping[str, Any]]) -> bool:
-        """True when the history this tracker saw is still the start of ``messages``."""
+        """True when the history this tracker saw is still the start of ``messages``.
+
+        A tracker that has seen nothing matches nothing: it is replaced, never shared.
+        """
         if not self.bounds:
-            return True
+            return False
         if len(messages) < self.seen_messages:
             return False
         for unit in {0, self.cut if self.cut < len(self.bounds) else 0, len(self.bounds) - 1}:
