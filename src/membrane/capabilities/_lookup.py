@@ -31,6 +31,7 @@ __all__ = [
     "get_token_scale",
     "has_prompt_caching",
     "load_capability_map",
+    "provider_model_id",
     "resolve_model_id",
 ]
 
@@ -185,6 +186,22 @@ def resolve_model_id(model_id: str | None) -> str | None:
     return None if match is None else match.key
 
 
+def provider_model_id(model_id: str | None, provider: str) -> str | None:
+    """The name ``provider``'s API takes for ``model_id``, when the map gives exactly one.
+
+    None for unknown models, for Claude ids matched only by family (``claude-opus-7`` is not
+    Opus 5.5), and for models the map lists no ``api_ids[provider]`` for.
+
+    >>> provider_model_id("anthropic/claude-opus-5.5", "anthropic")
+    'claude-opus-5-5'
+    """
+    parsed, match = _lookup(model_id)
+    if match is None or match.family is not None:
+        return None
+    info = parsed.models.get(match.key)
+    return None if info is None else dict(info.api_ids).get(provider)
+
+
 @dataclass(frozen=True, slots=True)
 class ModelCapabilities:
     """What the capability map says about one model, from a single lookup."""
@@ -192,6 +209,7 @@ class ModelCapabilities:
     context_cap: int | None
     prompt_caching: bool
     cache_pricing: CachePricing | None
+    max_output_tokens: int | None = None
 
 
 def get_model_capabilities(model_id: str | None) -> ModelCapabilities:
@@ -202,8 +220,12 @@ def get_model_capabilities(model_id: str | None) -> ModelCapabilities:
     128000
     """
     parsed, match = _lookup(model_id)
+    info = None if match is None else parsed.models.get(match.key)
     return ModelCapabilities(
-        _context_cap(parsed, match), _caching(parsed, match), _pricing(parsed, match)
+        _context_cap(parsed, match),
+        _caching(parsed, match),
+        _pricing(parsed, match),
+        None if info is None else info.max_output_tokens,
     )
 
 
