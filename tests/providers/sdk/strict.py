@@ -4,20 +4,22 @@ The OpenAI and Anthropic SDKs describe request bodies as ``TypedDict`` classes. 
 validates TypedDicts but ignores keys they do not declare, and validates ``Iterable`` fields
 lazily. ``strict_adapter`` therefore marks every TypedDict reachable from the root as
 ``extra="forbid"`` while the adapter is built, and ``validate`` consumes every lazy iterable so
-each element is checked.
+each element is checked. Some SDK unions also accept their own response models (Anthropic's
+``TextBlock`` next to ``TextBlockParam``), which take unknown keys; a part that matched only
+such a model did not match any request type, so ``validate`` refuses it.
 """
 
 from __future__ import annotations
 
 import collections.abc
-import typing
 from typing import Any
 
-from pydantic import ConfigDict, TypeAdapter
+import typing_extensions
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 __all__ = ["strict_adapter", "validate"]
 
-_FORBID = ConfigDict(extra="forbid")
+_FORBID = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
 def _typed_dicts(root: Any, seen: set[int]) -> list[type]:
@@ -26,14 +28,15 @@ def _typed_dicts(root: Any, seen: set[int]) -> list[type]:
         return []
     seen.add(id(root))
     found: list[type] = []
-    if typing.is_typeddict(root):
+    # typing_extensions' helpers know both kinds of TypedDict (the SDKs use the backport).
+    if typing_extensions.is_typeddict(root):
         found.append(root)
-        for hint in typing.get_type_hints(root, include_extras=True).values():
+        for hint in typing_extensions.get_type_hints(root, include_extras=True).values():
             found.extend(_typed_dicts(hint, seen))
         return found
-    for arg in typing.get_args(root):
+    for arg in typing_extensions.get_args(root):
         found.extend(_typed_dicts(arg, seen))
-    origin = typing.get_origin(root)
+    origin = typing_extensions.get_origin(root)
     if origin is not None and origin is not root:
         found.extend(_typed_dicts(origin, seen))
     return found
@@ -56,6 +59,11 @@ def strict_adapter(root: Any) -> TypeAdapter[Any]:
 
 
 def _consume(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        raise ValueError(
+            f"{value!r} matches no request type, only the response model "
+            f"{type(value).__name__} (keys it does not know: {sorted(value.model_extra or {})})"
+        )
     if isinstance(value, dict):
         return {k: _consume(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
