@@ -248,9 +248,7 @@ def _speaker(raw: Mapping[str, Any], index: int) -> str | None:
     return name.strip()
 
 
-def label_speakers(
-    messages: Sequence[Message], raw: Sequence[Mapping[str, Any]]
-) -> list[Message]:
+def label_speakers(messages: Sequence[Message], raw: Sequence[Mapping[str, Any]]) -> list[Message]:
     """Messages whose ``name`` becomes a ``"<name>: "`` label at the start of their text.
 
     Anthropic, Gemini, Bedrock Converse and the Responses API have no per-message speaker

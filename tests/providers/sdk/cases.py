@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from membrane import CompileResult, ContextCompiler, MemoryItem
+from membrane.tokenizers import count_tokens
 from tests.providers.samples import OVERHEAD, PNG_DATA_URL, FakeResult
 from tests.providers.samples import message_text as sample_text
-from membrane.tokenizers import count_tokens
 
 __all__ = ["HISTORY", "PNG_B64", "compiled", "five_breakpoints"]
 
@@ -54,7 +54,7 @@ HISTORY: list[dict[str, Any]] = [
 
 
 def compiled(model_id: str) -> CompileResult:
-    """A real compile: long rules (so the prefix reaches every model's minimum), history, memories."""
+    """A real compile: rules long enough for every model's cache minimum, history, memories."""
     compiler = ContextCompiler(max_tokens=60_000, model_id=model_id, core_content=RULES)
     return compiler.compile(
         memories=[

@@ -56,7 +56,7 @@ class Stub:
 
 def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             del format, args  # keep test output quiet
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
