@@ -6,6 +6,7 @@ Replies carry usage figures (``USAGE``) so the live benchmarks' tests can check 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -26,7 +27,10 @@ USAGE = {"input": 1200, "cached": 1024, "written": 150, "output": 7}
 REPLY_TEXT = "The code is 4417."
 
 
-def openai_chat_route() -> Route:
+Answer = Callable[[Any], str]
+
+
+def openai_chat_route(answer: Answer | None = None) -> Route:
     from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
     adapter = strict_adapter(CompletionCreateParamsNonStreaming)
@@ -41,7 +45,10 @@ def openai_chat_route() -> Route:
                 {
                     "index": 0,
                     "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": REPLY_TEXT},
+                    "message": {
+                        "role": "assistant",
+                        "content": answer(body) if answer else REPLY_TEXT,
+                    },
                 }
             ],
             "usage": {
@@ -91,7 +98,7 @@ def openai_responses_route() -> Route:
     return Route("/responses", lambda body: validate(adapter, body), reply)
 
 
-def anthropic_route() -> Route:
+def anthropic_route(answer: Answer | None = None) -> Route:
     from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
     adapter = strict_adapter(MessageCreateParamsNonStreaming)
@@ -102,7 +109,7 @@ def anthropic_route() -> Route:
             "type": "message",
             "role": "assistant",
             "model": body["model"],
-            "content": [{"type": "text", "text": REPLY_TEXT}],
+            "content": [{"type": "text", "text": answer(body) if answer else REPLY_TEXT}],
             "stop_reason": "end_turn",
             "stop_sequence": None,
             "usage": {
