@@ -40,7 +40,9 @@ __all__ = [
 KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 _SDK = {"anthropic": "llm-anthropic", "openai": "llm-openai"}
 # The suites' facts are codes like K7Q-42 or AB-2345: letters and digits 2-9, with a digit.
-_CODE = re.compile(r"(?<![\w-])(?=[A-Z2-9-]*[2-9])(?=[A-Z2-9-]*[A-Z])[A-Z2-9]+(?:-[A-Z2-9]+)*(?![\w-])")
+_CODE = re.compile(
+    r"(?<![\w-])(?=[A-Z2-9-]*[2-9])(?=[A-Z2-9-]*[A-Z])[A-Z2-9]+(?:-[A-Z2-9]+)*(?![\w-])"
+)
 
 
 class LiveKeyMissing(SystemExit):
@@ -96,9 +98,7 @@ class Answer:
     output_tokens: int
 
 
-def ask_anthropic(
-    client: Any, request: Mapping[str, Any], model: str, max_tokens: int
-) -> Answer:
+def ask_anthropic(client: Any, request: Mapping[str, Any], model: str, max_tokens: int) -> Answer:
     """Send a Messages API request built by ``anthropic_request`` (or a peer's equivalent)."""
     # The live model and reply cap win over whatever the request carried.
     response = client.messages.create(**{**request, "model": model, "max_tokens": max_tokens})

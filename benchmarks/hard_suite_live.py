@@ -40,7 +40,9 @@ _IGNORED = {"memory_flood_paraphrase": ("memory",)}
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.hard_suite_live", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.hard_suite_live", description=__doc__
+    )
     add_live_args(parser, "claude-opus-5-5")
     parser.add_argument("--seeds", type=int, default=1, help="seeds 1..N (default 1)")
     parser.add_argument("--scenarios", default="all", help="'all' or comma-separated names")
@@ -67,7 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = list(HARD_SCENARIOS) if args.scenarios == "all" else args.scenarios.split(",")
     unknown = [n for n in names if n not in HARD_SCENARIOS]
     if unknown:
-        raise SystemExit(f"unknown scenario {', '.join(unknown)}; known: {', '.join(HARD_SCENARIOS)}")
+        raise SystemExit(
+            f"unknown scenario {', '.join(unknown)}; known: {', '.join(HARD_SCENARIOS)}"
+        )
     pricing = get_cache_pricing(args.model)
     write, read = (pricing.write, pricing.read) if pricing else (1.25, 0.1)
     client = anthropic_client(key, args.base_url)

@@ -9,9 +9,14 @@ from typing import Any
 
 import pytest
 
-from benchmarks import hard_suite_live
+from benchmarks import _report, hard_suite_live, measure_token_scale, peer_comparison
 from benchmarks._live import codes_in, judge
-from tests.providers.sdk.routes import USAGE, anthropic_route
+from tests.providers.sdk.routes import (
+    USAGE,
+    anthropic_route,
+    count_tokens_route,
+    openai_chat_route,
+)
 from tests.providers.sdk.stub import Stub, running_stub
 
 
@@ -23,7 +28,7 @@ def _prompt_codes(body: Any) -> str:
 @pytest.fixture
 def anthropic_stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stub]:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    with running_stub([anthropic_route(_prompt_codes)]) as stub:
+    with running_stub([count_tokens_route(), anthropic_route(_prompt_codes)]) as stub:
         yield stub
     assert stub.errors() == []
 
@@ -36,15 +41,23 @@ def test_judge_scores_codes() -> None:
 
 
 @pytest.mark.parametrize(
-    ("module", "var"),
-    [(hard_suite_live, "ANTHROPIC_API_KEY")],
+    ("module", "flags", "var"),
+    [
+        (hard_suite_live, [], "ANTHROPIC_API_KEY"),
+        (measure_token_scale, [], "ANTHROPIC_API_KEY"),
+        (peer_comparison, ["--live"], "OPENAI_API_KEY"),
+    ],
 )
 def test_refuses_without_a_key(
-    module: Any, var: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    module: Any,
+    flags: list[str],
+    var: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.delenv(var, raising=False)
     with pytest.raises(SystemExit) as exit_info:
-        module.main(["--base-url", "http://127.0.0.1:9"])
+        module.main([*flags, "--base-url", "http://127.0.0.1:9"])
     assert exit_info.value.code == 2
     assert var in capsys.readouterr().err
 
@@ -83,3 +96,63 @@ def test_hard_suite_live_end_to_end(anthropic_stub: Stub, tmp_path: Path) -> Non
         assert row["input_tokens"] == 12 * USAGE["input"]
         assert row["cache_read_tokens"] == 12 * USAGE["cached"]
     assert result["model"] == "claude-opus-5-5" and result["cache_prices"]["read"] == 0.05
+
+
+def test_measure_token_scale_end_to_end(anthropic_stub: Stub, tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    argv = ["--base-url", anthropic_stub.base_url, "--models", "claude-opus-5-5,claude-haiku-4-5"]
+    assert measure_token_scale.main([*argv, "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["ratios"]) == {"claude-opus-5-5", "claude-haiku-4-5"}
+    for ratios in result["ratios"].values():
+        assert set(ratios) == {"prose", "code", "digits"} and all(r > 0 for r in ratios.values())
+    assert result["map_seed"] == {"claude-opus-5-5": 1.51, "claude-haiku-4-5": 1.11}
+    # Four requests per model (the framing probe and three texts), each a valid count request.
+    assert len(anthropic_stub.bodies("/count_tokens")) == 8
+
+
+def test_measure_token_scale_from_usage_needs_no_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    usage = tmp_path / "usage.jsonl"
+    rows = [("claude-opus-5-5", 1000, 1500), ("claude-opus-5-5", 1000, 1520), ("x", 10, 11)]
+    usage.write_text(
+        "\n".join(json.dumps({"model": m, "counted": c, "billed": b}) for m, c, b in rows)
+    )
+    out = tmp_path / "scale.json"
+    assert measure_token_scale.main(["--usage", str(usage), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["from_usage"] == {
+        "claude-opus-5-5": {"median": 1.51, "requests": 2},
+        "x": {"median": 1.1, "requests": 1},
+    }
+
+
+def test_default_models_are_the_current_claude_ids() -> None:
+    models = measure_token_scale.default_models()
+    assert "claude-opus-5-5" in models and "claude-haiku-4-5" in models
+    assert all(m.startswith("claude-") for m in models)
+
+
+@pytest.fixture
+def openai_stub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Stub]:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setattr(_report, "RESULTS_DIR", tmp_path)
+    with running_stub([openai_chat_route(_prompt_codes)]) as stub:
+        yield stub
+    assert stub.errors() == []
+
+
+def test_peer_comparison_live_end_to_end(openai_stub: Stub, tmp_path: Path) -> None:
+    argv = ["--live", "--base-url", f"{openai_stub.base_url}/v1", "--budget", "6000"]
+    argv += ["--seeds", "1", "--strategies", "naive,membrane", "--max-turns", "12"]
+    assert peer_comparison.main(argv) == 0
+    bodies = openai_stub.bodies("/chat/completions")
+    assert len(bodies) == 24 and {b["model"] for b in bodies} == {"gpt-4.1-mini"}
+    result = json.loads((tmp_path / "peer_comparison_live.json").read_text())
+    (config,) = result["configs"]
+    assert config["budget"] == 6000 and set(config["results"]) == {"naive", "membrane"}
+    for row in config["results"].values():
+        assert row["requests"] == 12 and row["accuracy"] == 1.0
+        assert row["cache_read_tokens"] == 12 * USAGE["cached"]
+    assert result["cached_read_price"] == 0.25
