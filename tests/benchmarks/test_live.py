@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from benchmarks import _report, hard_suite_live, measure_token_scale, peer_comparison
+from benchmarks import (
+    _report,
+    hard_suite_live,
+    measure_token_scale,
+    peer_comparison,
+    token_savings_bench,
+    trimming_bench,
+)
 from benchmarks._live import codes_in, judge
 from tests.providers.sdk.routes import (
     USAGE,
@@ -46,6 +53,8 @@ def test_judge_scores_codes() -> None:
         (hard_suite_live, [], "ANTHROPIC_API_KEY"),
         (measure_token_scale, [], "ANTHROPIC_API_KEY"),
         (peer_comparison, ["--live"], "OPENAI_API_KEY"),
+        (token_savings_bench, [], "OPENAI_API_KEY"),
+        (trimming_bench, [], "OPENAI_API_KEY"),
     ],
 )
 def test_refuses_without_a_key(
@@ -156,3 +165,35 @@ def test_peer_comparison_live_end_to_end(openai_stub: Stub, tmp_path: Path) -> N
         assert row["requests"] == 12 and row["accuracy"] == 1.0
         assert row["cache_read_tokens"] == 12 * USAGE["cached"]
     assert result["cached_read_price"] == 0.25
+
+
+def test_token_savings_bench_end_to_end(openai_stub: Stub, tmp_path: Path) -> None:
+    out = tmp_path / "savings.json"
+    argv = ["--base-url", f"{openai_stub.base_url}/v1", "--seeds", "2", "--out", str(out)]
+    assert token_savings_bench.main(argv) == 0
+    result = json.loads(out.read_text())
+    modes = result["modes"]
+    assert modes["naive"]["saving_vs_naive"] == 0 and modes["naive"]["accuracy"] == 1.0
+    # Both Membrane prompts fit the 4,000-token budget; the naive one holds all 24 chunks.
+    assert modes["trimmed"]["tokens"] <= 2 * 4000 < modes["naive"]["tokens"]
+    assert modes["compressed"]["tokens"] < modes["trimmed"]["tokens"]
+    # The stand-in compressor keeps the codes, so the compressed prompt still answers.
+    assert result["compressor"]["calls"] == 2 and modes["compressed"]["accuracy"] == 1.0
+    # Per seed: one compression call and three questions.
+    assert len(openai_stub.bodies("/chat/completions")) == 2 * 4
+
+
+def test_trimming_bench_end_to_end(openai_stub: Stub, tmp_path: Path) -> None:
+    out = tmp_path / "trim.json"
+    argv = ["--base-url", f"{openai_stub.base_url}/v1", "--seeds", "2", "--out", str(out)]
+    assert trimming_bench.main([*argv, "--budgets", "6000,500"]) == 0
+    budgets = json.loads(out.read_text())["budgets"]
+    assert set(budgets) == {"6000", "500"}
+    for row in budgets.values():
+        assert row["checks_failed"] == 0
+        assert row["procedural_kept"] == 1.0 and row["procedural_answered"] == 1.0
+    assert budgets["6000"]["episodic_kept_when_not_asked"] == 1.0
+    # Under pressure the low tier goes first when nothing ranks it up; the asked one stays.
+    assert budgets["500"]["episodic_kept_when_not_asked"] < 1.0
+    assert budgets["500"]["episodic_kept"] == 1.0
+    assert budgets["500"]["memories_kept"] < budgets["6000"]["memories_kept"]
