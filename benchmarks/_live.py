@@ -25,16 +25,16 @@ __all__ = [
     "Answer",
     "LiveKeyMissing",
     "LiveTurn",
-    "live_conversation",
-    "summarise_live",
     "add_live_args",
     "anthropic_client",
     "ask_anthropic",
     "ask_openai",
     "codes_in",
     "judge",
+    "live_conversation",
     "openai_client",
     "require_key",
+    "summarise_live",
 ]
 
 KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
