@@ -146,9 +146,9 @@ def test_system_placement_trims_memories_within_budget() -> None:
 
 
 def test_max_tokens_is_capped_by_a_known_model_context() -> None:
-    compiler = ContextCompiler(1_000_000, model_id="llama3.2")
+    compiler = ContextCompiler(1_000_000, model_id="llama-3")
     result = compiler.compile([_fact(1)], "Hi")
-    assert result.metadata["tokens_budget"] == 4096
+    assert result.metadata["tokens_budget"] == 8192
 
 
 def test_unknown_model_never_shrinks_the_budget() -> None:
