@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from membrane import config
@@ -19,7 +21,15 @@ from membrane.prompt_text import mem_numbers
 from membrane.render import Rendered, render_end, render_system
 from membrane.report import CompileMetrics, CompileReport, Region
 from membrane.result import CompileResult, CostQuote
-from membrane.session import LRUCache, Session, load_calibration, scale_key
+from membrane.session import (
+    LRUCache,
+    Session,
+    StoreNotes,
+    load_calibration,
+    run_off_loop,
+    scale_key,
+    write_state,
+)
 from membrane.stages.layout import ContextLayoutEngine
 from membrane.stages.preflight import SyncCompressor, check_compressed
 from membrane.stages.tail import TailSettings, fit_tail
@@ -167,9 +177,11 @@ class ContextCompiler:
             raise TypeError(
                 "compress_sync must be a function (raw_middle, target_tokens, question)"
             )
+        notes = StoreNotes()
         turn = self._normalise(
             memories,
             user_message,
+            notes=notes,
             conversation_messages=conversation_messages,
             last_assistant_turn=last_assistant_turn,
             agent_persona_prompt=agent_persona_prompt,
@@ -183,7 +195,7 @@ class ContextCompiler:
             compress_sync=compress_sync,
             debug=debug,
         )
-        session = Session(self.state_store, turn.conversation)
+        session = Session(self.state_store, turn.conversation, notes)
         semantic = self._semantic.call() if self._semantic is not None else None
         model, overhead = self.model_id, self.message_overhead_tokens
         if self.memory_placement == "system":
@@ -193,7 +205,7 @@ class ContextCompiler:
             tail = fit_tail(turn.tail_input(semantic), window, self._tail_settings())
             rendered = render_end(turn, window, tail, semantic, model_id=model, overhead=overhead)
         session.save()
-        return self._emit(rendered)
+        return self._emit(replace(rendered, report=notes.stamp(rendered.report)))
 
     async def compile_async(
         self,
@@ -207,11 +219,13 @@ class ContextCompiler:
         """Like :meth:`compile`, with an async pre-flight compressor.
 
         The compressor runs only when the memories on offer exceed
-        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them.
+        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O
+        runs off the event loop (:func:`membrane.session.run_off_loop`).
         """
         analyst = compress_async if compress_async is not None else compress_fn
+        compile_now = partial(self.compile, memories, user_message, **kwargs)
         if analyst is None:
-            return self.compile(memories, user_message, **kwargs)
+            return await run_off_loop(self.state_store, compile_now)
         count = self._counter(kwargs.get("tokenizer_registry")).count
         offer = normalise_offer(
             memories,
@@ -222,7 +236,7 @@ class ContextCompiler:
         )
         raw = "\n".join(offer.lines())
         if count(raw) <= config.preflight_token_threshold():
-            return self.compile(memories, user_message, **kwargs)
+            return await run_off_loop(self.state_store, compile_now)
         target = config.preflight_target_tokens()
         if hasattr(analyst, "compress_retrieved_memory"):
             summary = await analyst.compress_retrieved_memory(raw, target, user_message)
@@ -230,7 +244,10 @@ class ContextCompiler:
             summary = await analyst(raw, target, user_message)
         done = check_compressed(summary)
         kwargs.pop("compress_sync", None)
-        return self.compile(memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs)
+        compile_now = partial(
+            self.compile, memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs
+        )
+        return await run_off_loop(self.state_store, compile_now)
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
@@ -243,12 +260,12 @@ class ContextCompiler:
             raise TypeError("actual_prompt_tokens must be an int (the provider's prompt tokens)")
         if self.fixed_token_scale is not None:
             return self.fixed_token_scale
-        report = CompileReport.from_metadata(result.metadata)
+        report, notes = CompileReport.from_metadata(result.metadata), StoreNotes()
         model_id, counted = report.model_id, report.sent_tokens
-        calibration = load_calibration(self.state_store, model_id).observe(
+        calibration = load_calibration(self.state_store, model_id, notes).observe(
             counted, actual_prompt_tokens
         )
-        self.state_store.put(scale_key(model_id), calibration.to_dict())
+        write_state(self.state_store, scale_key(model_id), calibration.to_dict(), notes)
         return calibration.scale
 
     def estimate(
@@ -279,6 +296,7 @@ class ContextCompiler:
         memories: Sequence[object],
         user_message: str,
         *,
+        notes: StoreNotes,
         conversation_messages: Sequence[Message] | None,
         last_assistant_turn: str | None,
         agent_persona_prompt: str | None,
@@ -310,7 +328,7 @@ class ContextCompiler:
         if self.fixed_token_scale is not None:
             scale, scale_samples = self.fixed_token_scale, 0
         else:
-            calibration = load_calibration(self.state_store, self.model_id)
+            calibration = load_calibration(self.state_store, self.model_id, notes)
             scale, scale_samples = calibration.scale, calibration.samples
         counter = self._counter(tokenizer_registry)
         return Turn(

@@ -147,6 +147,10 @@ class CompileReport:
     semantic_ranking: bool = False
     semantic_ranking_error: str | None = None
     cache: dict[str, Any] = field(default_factory=dict)
+    #: State values read from the store that failed their checks and were rebuilt.
+    state_discarded: tuple[str, ...] = ()
+    #: The state store was unreachable; this compile used in-process state.
+    state_store_fallback: bool = False
 
     def metadata(self) -> dict[str, Any]:
         """The public ``metadata`` dict, keys in their documented order."""
@@ -190,6 +194,10 @@ class CompileReport:
             md["semantic_ranking_error"] = self.semantic_ranking_error
         elif self.semantic_ranking:
             md["semantic_ranking"] = True
+        if self.state_discarded:
+            md["state_discarded"] = list(self.state_discarded)
+        if self.state_store_fallback:
+            md["state_store_fallback"] = True
         if self.placement == "end":
             md.update(self.cache)
         return md
@@ -229,6 +237,8 @@ class CompileReport:
             semantic_ranking=bool(md.get("semantic_ranking", False)),
             semantic_ranking_error=md.get("semantic_ranking_error"),
             cache={k: md[k] for k in CACHE_KEYS if k in md},
+            state_discarded=tuple(str(v) for v in md.get("state_discarded") or ()),
+            state_store_fallback=bool(md.get("state_store_fallback", False)),
         )
 
     @property

@@ -398,7 +398,7 @@ def _redis_case() -> Observation:
 
     with _redis_server() as url:
         client = redis.Redis.from_url(url)
-        store = RedisStateStore(client, ttl_seconds=600)
+        store = RedisStateStore(url=url, ttl_seconds=600, deadline_seconds=5.0)
         scenario = build_scenario(HARD_SCENARIOS["long_chat"], 2)
         log = run_conversation(scenario, store=store, requests_every=40)
         keys = sorted(k.decode() for k in client.keys("*"))
@@ -605,20 +605,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="compare with the manifest")
-    mode.add_argument("--update", action="store_true", help="rewrite the manifest")
+    mode.add_argument("--update", action="store_true", help="rewrite the manifest (only the selected cases with --only)")
     parser.add_argument("--skip-errors", action="store_true", help="skip the pytest pass")
     parser.add_argument("--only", help="only cases whose name starts with this")
     args = parser.parse_args(argv)
     started = time.monotonic()
     hashes = compute(not args.skip_errors, args.only)
     elapsed = time.monotonic() - started
+    expected = json.loads(MANIFEST.read_text())
     if args.update:
-        if args.only or args.skip_errors:
-            parser.error("--update needs the whole corpus (no --only, no --skip-errors)")
-        MANIFEST.write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
+        # Cases outside the selection keep their recorded hash; selected ones are replaced.
+        kept = {n: h for n, h in expected.items() if not _selected(n, args)}
+        MANIFEST.write_text(json.dumps(kept | hashes, indent=1, sort_keys=True) + "\n")
         print(f"wrote {len(hashes)} hashes to {MANIFEST.relative_to(ROOT)} in {elapsed:.0f} s")
         return 0
-    expected = json.loads(MANIFEST.read_text())
     new = [n for n in hashes if n not in expected]
     wrong = [n for n, h in hashes.items() if n in expected and expected[n] != h]
     missing = [n for n in expected if n not in hashes and _selected(n, args)]

@@ -151,6 +151,11 @@ def _index_room(
     """
     stored = session.conversation_state
     events = len(tracker.events)
+    share_room = int(settings.index_share * after_core)
+    if stored.get("room", 0) > share_room:  # no compile under this budget could have chosen it
+        stored = session.reject_conversation_state(
+            f"room {stored['room']} is above this budget's index share of {share_room} tokens"
+        )
     if stored.get("share") == tracker.share and stored.get("events") == events:
         return int(stored["room"])
     count = turn.counter.count
@@ -159,7 +164,6 @@ def _index_room(
     for text in turn.offer_texts:
         frame = keyframe(text, stats, count, settings.keyframe_tokens)
         keyframe_cost += count(frame if frame is not None else text) + 4
-    share_room = int(settings.index_share * after_core)
     leftover = after_core - tracker.kept_tokens - count(turn.end_text) - keyframe_cost
     room = max(min(leftover, share_room), share_room // 2)
     if stored.get("share") != tracker.share or int(stored.get("events", -1)) < events:
