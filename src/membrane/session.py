@@ -202,6 +202,10 @@ class Session:
     def write_conversation_state(self, value: dict[str, Any]) -> None:
         self._writes.append((conversation_key(self.conversation), value))
 
+    def queue_write(self, key: str, value: dict[str, Any]) -> None:
+        """Queue a write of another key of this conversation (written by :meth:`save`)."""
+        self._writes.append((key, value))
+
     def save(self) -> None:
         """Write what the stages queued, in order (to the fallback only, during an outage)."""
         for key, value in self._writes:

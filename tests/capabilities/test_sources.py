@@ -24,12 +24,13 @@ BUNDLED = json.loads(
 )
 
 # Ids the docs name on purpose as ones that do not resolve (retired generations, a map of your
-# own, a registry fallback).
+# own, a registry fallback) and id prefixes named as such (docs/agents.md: `o3`/`o4`).
 DOCUMENTED_UNKNOWN = {
     "claude-3-5-haiku",
     "anthropic/claude-3.5-haiku",
     "openai/gpt-4",
     "acme/model-x",
+    "o4",
 }
 MODEL_ID = re.compile(
     r"(?<![\w-])(?:(?:openai|anthropic|google|x-ai|ollama)/)?"
@@ -55,7 +56,7 @@ def test_entries_carry_caps_output_limits_and_cache_figures() -> None:
     for key, entry in BUNDLED["models"].items():
         caching = BUNDLED["capabilities"][key]["prompt_caching"]
         if key.startswith(("openai/", "anthropic/")):
-            assert BUNDLED["context_caps"][key] and entry["max_output_tokens"], key
+            assert BUNDLED["context_caps"][key] and BUNDLED["max_output_tokens"][key], key
             assert caching and key in BUNDLED["cache_pricing"], key
         if key.startswith("anthropic/"):
             assert entry["api_ids"]["anthropic"].startswith("claude-"), key
@@ -81,7 +82,8 @@ def test_a_models_entry_without_source_or_date_is_refused(tmp_path: Path, monkey
 def _mentioned_models() -> set[str]:
     found: set[str] = set()
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        found.update(m.group(0).rstrip(".:") for m in MODEL_ID.finditer(path.read_text("utf-8")))
+        text = re.sub(r"https?://\S+", "", path.read_text("utf-8"))  # links are not model ids
+        found.update(m.group(0).rstrip(".:") for m in MODEL_ID.finditer(text))
     return found
 
 

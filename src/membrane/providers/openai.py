@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from membrane.capabilities import get_cache_pricing, get_token_scale
 from membrane.errors import InvalidInputError
+from membrane.providers._agent import openai_tools, read_tools, reserve_of
 from membrane.providers._convert import CompiledPrompt, read_messages, request_model
 from membrane.tokenizers import TiktokenAdapter
 
@@ -29,7 +30,9 @@ def openai_request(
     one OpenAI model in the capability map (``openai/gpt-4.1`` -> ``gpt-4.1``); otherwise
     leave it to the call: ``create(model=..., **openai_request(result))``.
     Messages go out as compiled (copied, so editing the request leaves the result alone),
-    ``name`` included: Chat Completions takes a speaker's name as it is.
+    ``name`` included (Chat Completions takes a speaker's name as it is), with the result's
+    ``tools`` as function tools and its output reserve as ``max_completion_tokens`` (unless
+    ``tools``, ``max_tokens`` or ``max_completion_tokens`` is among your extras).
     OpenAI caches shared prefixes by itself; ``prompt_cache_key`` (e.g. a conversation id)
     helps it route requests that share a prefix to the same cache. Raises
     :class:`ToolPairingError` when a tool result has no call before it or a call no result.
@@ -49,6 +52,12 @@ def openai_request(
     read_messages(result.messages)
     request = request_model(result, model, "openai")
     request["messages"] = copy.deepcopy(list(result.messages))
+    specs = read_tools(result)
+    if specs and "tools" not in extra:
+        request["tools"] = openai_tools(specs)
+    reserve = reserve_of(result)
+    if reserve is not None and not {"max_tokens", "max_completion_tokens"} & extra.keys():
+        request["max_completion_tokens"] = reserve
     if prompt_cache_key is not None:
         request["prompt_cache_key"] = prompt_cache_key
     request.update(extra)

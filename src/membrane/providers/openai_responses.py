@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from membrane.errors import InvalidInputError
-from membrane.messages import Image, Part, Text, ToolCall, ToolResult
+from membrane.messages import Image, Part, Text, ToolCall, ToolResult, ToolSpec
+from membrane.providers._agent import read_tools, reserve_of
 from membrane.providers._convert import (
     CompiledPrompt,
     Message,
@@ -95,6 +97,20 @@ def _items(msg: Message, raw: Mapping[str, Any]) -> list[dict[str, Any]]:
     return items
 
 
+def _tools(specs: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    """Responses API function tools (flat: name, description, parameters, strict)."""
+    return [
+        {
+            "type": "function",
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": copy.deepcopy(dict(spec.parameters)),
+            "strict": spec.strict,
+        }
+        for spec in specs
+    ]
+
+
 def openai_responses_request(
     result: CompiledPrompt,
     *,
@@ -109,7 +125,9 @@ def openai_responses_request(
     parts become ``input_text`` and ``input_image``), assistant tool calls ``function_call``
     items and tool results ``function_call_output`` items, so the cached prefix stays the
     prefix. A message's ``name`` becomes a ``"<name>: "`` label in front of its text (the
-    Responses API has no speaker field); image ``detail`` is sent as ``"auto"``.
+    Responses API has no speaker field); image ``detail`` is sent as ``"auto"``. The result's
+    ``tools`` go out as function tools and its output reserve as ``max_output_tokens``, unless
+    you pass your own.
     ``model`` is included when you pass it, or when the result's ``model_id`` names exactly
     one OpenAI model in the capability map. OpenAI caches shared prefixes by itself;
     ``prompt_cache_key`` helps it route requests that share one. Raises
@@ -131,6 +149,12 @@ def openai_responses_request(
     request["input"] = [
         item for msg in messages for item in _items(msg, result.messages[msg.index])
     ]
+    specs = read_tools(result)
+    if specs and "tools" not in extra:
+        request["tools"] = _tools(specs)
+    reserve = reserve_of(result)
+    if reserve is not None and "max_output_tokens" not in extra:
+        request["max_output_tokens"] = reserve
     if prompt_cache_key is not None:
         request["prompt_cache_key"] = prompt_cache_key
     request.update(extra)

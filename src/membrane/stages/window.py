@@ -8,8 +8,9 @@ when the current turn is too large for what history leaves.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from membrane.messages import Message, message_text
 from membrane.prompt_text import INDEX_HEADER
@@ -62,6 +63,8 @@ class WindowInput:
     counter: MemoizedCounter
     budget_counted: int
     offer_texts: Sequence[str]
+    # What a message's images cost beyond their stand-in text (0 for a message without any).
+    image_tokens: Callable[[Mapping[str, Any]], int] = lambda _m: 0
 
 
 class WindowPlanner:
@@ -83,7 +86,8 @@ class WindowPlanner:
         if not history:
             return HistoryWindow([], 0, turn.core)
         if not settings.trim_history:
-            kept_tokens = sum(count(message_text(m)) + overhead for m in history)
+            extra = turn.image_tokens
+            kept_tokens = sum(count(message_text(m)) + extra(m) + overhead for m in history)
             return HistoryWindow(list(history), kept_tokens, turn.core)
         after_core = max(turn.budget_counted - count(turn.core) - overhead, 0)
         share = max(int(settings.history_share * after_core), 1)
@@ -113,7 +117,7 @@ class WindowPlanner:
             # One tracker per conversation: a new share or a rewritten history replaces it.
             self._trackers.discard_where(lambda k: k[0] == conversation)
             self._trackers.put(key, tracker)
-        tracker.update(turn.history, "conversation_messages")
+        tracker.update(turn.history, "conversation_messages", turn.image_tokens)
         return tracker
 
     def _system_text(

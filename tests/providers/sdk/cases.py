@@ -9,7 +9,7 @@ from membrane.tokenizers import count_tokens
 from tests.providers.samples import OVERHEAD, PNG_DATA_URL, FakeResult
 from tests.providers.samples import message_text as sample_text
 
-__all__ = ["HISTORY", "PNG_B64", "compiled", "five_breakpoints"]
+__all__ = ["HISTORY", "PNG_B64", "TOOLS", "compiled", "five_breakpoints"]
 
 PNG_B64 = PNG_DATA_URL.split(",", 1)[1]
 
@@ -53,6 +53,22 @@ HISTORY: list[dict[str, Any]] = [
 ]
 
 
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "order_status",
+            "description": "Look up where an order is.",
+            "parameters": {
+                "type": "object",
+                "properties": {"order": {"type": "string"}},
+                "required": ["order"],
+            },
+        },
+    }
+]
+
+
 def compiled(model_id: str) -> CompileResult:
     """A real compile: rules long enough for every model's cache minimum, history, memories."""
     compiler = ContextCompiler(max_tokens=60_000, model_id=model_id, core_content=RULES)
@@ -63,6 +79,7 @@ def compiled(model_id: str) -> CompileResult:
         ],
         conversation_messages=HISTORY,
         user_message="When will A-1002 arrive?",
+        tools=TOOLS,
     )
 
 

@@ -61,7 +61,7 @@ def send_anthropic(
     client: anthropic.Anthropic, result: CompiledPrompt, model: str, ttl: str = "5m"
 ) -> anthropic.types.Message:
     # The seed's form: the caller's model first, the builder's fields after it.
-    request = {"model": model, "max_tokens": 64, **anthropic_request(result, ttl)}
+    request = {"model": model, **anthropic_request(result, ttl, max_tokens=64)}
     response: anthropic.types.Message = client.messages.create(**request)
     return response
 
@@ -69,12 +69,16 @@ def send_anthropic(
 def send_gemini(
     client: genai.Client, result: CompiledPrompt, model: str
 ) -> genai_types.GenerateContentResponse:
-    body = gemini_request(result)
-    config = genai_types.GenerateContentConfig(system_instruction=body.get("system_instruction"))
+    body = gemini_request(result, max_output_tokens=64)
+    config = genai_types.GenerateContentConfig(
+        system_instruction=body.get("system_instruction"),
+        tools=body.get("tools"),
+        max_output_tokens=body["generationConfig"]["maxOutputTokens"],
+    )
     return client.models.generate_content(model=model, contents=body["contents"], config=config)
 
 
 def send_bedrock(client: Any, result: CompiledPrompt, model_id: str, ttl: str = "5m") -> Any:
     # boto3 clients are generated at run time; botocore checks the parameters instead of mypy.
-    kwargs = bedrock_converse_request(result, model_id=model_id, ttl=ttl)
-    return client.converse(**kwargs, inferenceConfig={"maxTokens": 64})
+    kwargs = bedrock_converse_request(result, model_id=model_id, ttl=ttl, max_tokens=64)
+    return client.converse(**kwargs)

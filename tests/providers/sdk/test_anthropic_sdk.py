@@ -50,7 +50,7 @@ def test_tools_images_names_and_both_ttls(
     assert reply.content[0].type == "text" and reply.content[0].text == REPLY_TEXT
     assert reply.usage.cache_read_input_tokens == USAGE["cached"]
     (body,) = stub.bodies("/v1/messages")
-    assert body == {"model": "claude-opus-5-5", "max_tokens": 64, **anthropic_request(result, ttl)}
+    assert body == {"model": "claude-opus-5-5", **anthropic_request(result, ttl, max_tokens=64)}
     expected = {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": "1h"}
     assert _markers(body) and all(m == expected for m in _markers(body))
     blocks = _blocks(body)

@@ -47,8 +47,8 @@ def client() -> Iterator[Any]:
 @pytest.mark.parametrize("ttl", ["5m", "1h"])
 def test_tools_images_names_and_both_ttls(client: Any, ttl: str) -> None:
     result = compiled("anthropic/claude-opus-5-5")
-    kwargs = bedrock_converse_request(result, model_id=MODEL, ttl=ttl)
-    expected = {**kwargs, "inferenceConfig": {"maxTokens": 64}}
+    kwargs = bedrock_converse_request(result, model_id=MODEL, ttl=ttl, max_tokens=64)
+    expected = kwargs
     with Stubber(client) as stubber:
         stubber.add_response("converse", RESPONSE, expected)
         reply = send_bedrock(client, result, MODEL, ttl)
@@ -72,9 +72,9 @@ def test_tools_images_names_and_both_ttls(client: Any, ttl: str) -> None:
 
 def test_a_request_at_four_cache_points(client: Any) -> None:
     result = five_breakpoints("anthropic/claude-sonnet-5-5")
-    kwargs = bedrock_converse_request(result, model_id=MODEL)
+    kwargs = bedrock_converse_request(result, model_id=MODEL, max_tokens=64)
     with Stubber(client) as stubber:
-        stubber.add_response("converse", RESPONSE, {**kwargs, "inferenceConfig": {"maxTokens": 64}})
+        stubber.add_response("converse", RESPONSE, kwargs)
         send_bedrock(client, result, MODEL)
     blocks = list(kwargs["system"]) + [b for m in kwargs["messages"] for b in m["content"]]
     assert sum("cachePoint" in b for b in blocks) == 4
