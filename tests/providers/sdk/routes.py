@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from tests.providers.sdk.strict import strict_adapter, validate
+from benchmarks._sdk_types import strict_validator
 from tests.providers.sdk.stub import Route
 
 __all__ = [
@@ -33,7 +33,7 @@ Answer = Callable[[Any], str]
 def openai_chat_route(answer: Answer | None = None) -> Route:
     from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
-    adapter = strict_adapter(CompletionCreateParamsNonStreaming)
+    validator = strict_validator(CompletionCreateParamsNonStreaming)
 
     def reply(body: Any) -> dict[str, Any]:
         return {
@@ -59,13 +59,13 @@ def openai_chat_route(answer: Answer | None = None) -> Route:
             },
         }
 
-    return Route("/chat/completions", lambda body: validate(adapter, body), reply)
+    return Route("/chat/completions", validator.validate_python, reply)
 
 
 def openai_responses_route() -> Route:
     from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
 
-    adapter = strict_adapter(ResponseCreateParamsNonStreaming)
+    validator = strict_validator(ResponseCreateParamsNonStreaming)
 
     def reply(body: Any) -> dict[str, Any]:
         return {
@@ -95,13 +95,13 @@ def openai_responses_route() -> Route:
             },
         }
 
-    return Route("/responses", lambda body: validate(adapter, body), reply)
+    return Route("/responses", validator.validate_python, reply)
 
 
 def anthropic_route(answer: Answer | None = None) -> Route:
     from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
-    adapter = strict_adapter(MessageCreateParamsNonStreaming)
+    validator = strict_validator(MessageCreateParamsNonStreaming)
 
     def reply(body: Any) -> dict[str, Any]:
         return {
@@ -120,19 +120,19 @@ def anthropic_route(answer: Answer | None = None) -> Route:
             },
         }
 
-    return Route("/v1/messages", lambda body: validate(adapter, body), reply)
+    return Route("/v1/messages", validator.validate_python, reply)
 
 
 def count_tokens_route() -> Route:
     from anthropic.types.message_count_tokens_params import MessageCountTokensParams
 
-    adapter = strict_adapter(MessageCountTokensParams)
+    validator = strict_validator(MessageCountTokensParams)
 
     def reply(body: Any) -> dict[str, Any]:
         # One token per four characters of the JSON body: a stand-in that grows with the text.
         return {"input_tokens": max(1, len(json.dumps(body)) // 4)}
 
-    return Route("/v1/messages/count_tokens", lambda body: validate(adapter, body), reply)
+    return Route("/v1/messages/count_tokens", validator.validate_python, reply)
 
 
 _GEMINI_KEYS = {"contents", "systemInstruction", "generationConfig", "tools", "toolConfig"}
