@@ -499,6 +499,10 @@ def ensure_priompt() -> None:
 class MembraneStrategy(Strategy):
     """Membrane's ``ContextCompiler``, one compiler per conversation, reused across turns."""
 
+    # The model id of the twin compile whose Anthropic request is billed (the live suite sets
+    # the model it calls).
+    anthropic_model_id = ANTHROPIC_MODEL
+
     def __init__(self, name: str, label: str, description: str, **options: Any) -> None:
         try:
             from membrane import ContextCompiler, MemoryItem
@@ -530,7 +534,7 @@ class MembraneStrategy(Strategy):
             and self._options.get("memory_placement", "end") == "end"
             and not self.timing_only
         ):
-            self._anthropic = self._compiler_cls(model_id=ANTHROPIC_MODEL, **common)
+            self._anthropic = self._compiler_cls(model_id=self.anthropic_model_id, **common)
 
     def build(self, history: list[dict[str, Any]], turn: Turn) -> Built:
         memories = [

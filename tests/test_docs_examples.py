@@ -80,7 +80,7 @@ send_to_user, start_lookup = shown.append, lookups.append
     "prompt-caching.md": "text = 'You are a support assistant.\\n' * 300 + 'Today is Monday.\\n'",
     "providers.md": """
 from membrane import (ContextCompiler, MemoryItem, anthropic_request, bedrock_converse_request,
-                      gemini_request, openai_request)
+                      gemini_request, openai_request, openai_responses_request)
 result = ContextCompiler(8192, "anthropic/claude-opus-5-5", "Rules.").compile(
     [MemoryItem(id="1", content="User is in Lagos.")], "What time zone am I in?")
 conversation_id = "conv-42"

@@ -54,6 +54,7 @@ from membrane.providers import (
     build_system_messages,
     gemini_request,
     openai_request,
+    openai_responses_request,
 )
 from membrane.records import (
     TIER_EPISODIC,
@@ -137,6 +138,7 @@ __all__ = [
     "has_prompt_caching",
     "load_kernel_memory_json_schema",
     "openai_request",
+    "openai_responses_request",
     "parse_interrupt",
     "set_ref_map_for_conversation",
     "strip_all_interrupts",

@@ -4,27 +4,33 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
-from membrane.messages import Message, message_text
+from membrane.messages import message_text
 from membrane.report import Region, RegionMarks
 from membrane.stress import sample_load
 
-__all__ = ["CompileResult", "CostQuote"]
+__all__ = ["ChatMessage", "CompileResult", "CostQuote"]
+
+ChatMessage: TypeAlias = Any
+"""One compiled message: a dict in Chat Completions shape, or in the Anthropic block shape your
+history used. Typed ``Any`` so that ``result.messages`` passes, as it is, to an SDK's message
+parameter (``chat.completions.create(messages=result.messages)`` type-checks); each SDK
+describes its messages with its own TypedDicts, which no one dict type satisfies."""
 
 
 @dataclass(frozen=True)
 class CompileResult:
     """A compiled prompt and the evidence of how it was built.
 
-    ``messages`` are ready for an OpenAI-style API; ``ref_map`` maps every ``[Mem:N]`` in them
-    to the caller's record id and ``ref_map_type`` to the record's kind. ``regions`` says where
-    each region of the prompt sits in ``messages`` (recorded as the layout wrote them).
-    ``tools`` are the tool definitions counted with the prompt; the request builders send
-    them in each provider's shape.
+    ``messages`` are ready for an OpenAI-style API (see :data:`ChatMessage`); ``ref_map`` maps
+    every ``[Mem:N]`` in them to the caller's record id and ``ref_map_type`` to the record's
+    kind. ``regions`` says where each region of the prompt sits in ``messages`` (recorded as
+    the layout wrote them). ``tools`` are the tool definitions counted with the prompt; the
+    request builders send them in each provider's shape.
     """
 
-    messages: list[Message]
+    messages: list[ChatMessage]
     ref_map: dict[int, str]
     ref_map_type: dict[int, str]
     metadata: dict[str, Any]

@@ -93,9 +93,13 @@ def test_resolution(model_id: str, key: str) -> None:
         ("claude-sonnet-4-7", 1_000_000, 1.51),
         ("claude-opus-4-1", 200_000, 1.11),
         ("gpt-4o", 128_000, 1.0),
-        ("google/gemini-3-pro-preview", 1_000_000, 1.0),
-        ("x-ai/grok-4", 131_072, 1.0),
+        ("google/gemini-3-pro-preview", 1_048_576, 1.0),
+        ("x-ai/grok-4", 256_000, 1.0),
         ("qwen2.5:7b", 32_768, 1.0),
+        ("gpt-4.1-2025-04-14", 1_047_576, 1.0),
+        ("o4-mini", 200_000, 1.0),
+        ("openai/gpt-5.1", 400_000, 1.0),
+        ("gemini-2.5-pro", 1_048_576, 1.0),
     ],
 )
 def test_caps_and_token_scale_seeds(model_id: str, cap: int, scale: float) -> None:
@@ -113,6 +117,12 @@ def test_caps_and_token_scale_seeds(model_id: str, cap: int, scale: float) -> No
         ("claude-haiku-4-5", CachePricing("marked", 1.25, 0.1, 4096)),
         ("claude-fable-5-1", CachePricing("marked", 1.25, 0.025, 512)),
         ("gemini-3-pro-preview", CachePricing("automatic", 1.0, 0.1, 4096)),
+        ("gpt-4.1-mini", CachePricing("automatic", 1.0, 0.25, 1024)),
+        ("o3", CachePricing("automatic", 1.0, 0.25, 1024)),
+        ("gpt-5-nano", CachePricing("automatic", 1.0, 0.1, 1024)),
+        ("claude-sonnet-5-5", CachePricing("marked", 1.25, 0.05, 512)),
+        ("claude-opus-4-7", CachePricing("marked", 1.25, 0.1, 2048)),
+        ("gemini-2.5-flash", CachePricing("automatic", 1.0, 0.1, 2048)),
     ],
 )
 def test_cache_pricing(model_id: str, pricing: CachePricing) -> None:
@@ -120,10 +130,10 @@ def test_cache_pricing(model_id: str, pricing: CachePricing) -> None:
 
 
 def test_local_models_have_no_caching() -> None:
-    for model in ("qwen2.5:7b", "llama3.2", "llama3.1:8b", "llama-3"):
+    for model in ("qwen2.5:7b", "llama3.2", "llama3.1:8b", "llama-3", "gpt-oss:20b"):
         assert not has_prompt_caching(model)
         assert get_cache_pricing(model) is None
-        assert 4096 <= (get_context_cap_for_model(model) or 0) <= 32_768
+        assert 8192 <= (get_context_cap_for_model(model) or 0) <= 131_072
 
 
 def test_bundled_map_is_consistent() -> None:
@@ -308,9 +318,9 @@ def test_one_lookup_gives_what_the_three_lookups_give(model_id: str) -> None:
     [
         ("gpt-4o-2024-08-06", "openai", 16_384),
         ("anthropic/claude-sonnet-4.5", "anthropic", 64_000),
-        ("claude-opus-5-5", "anthropic", None),
+        ("claude-opus-5-5", "anthropic", 128_000),
         ("anthropic.claude-unlisted-v1:0", "anthropic", None),
-        ("gemini-2.5-flash", "google", None),
+        ("gemini-2.5-flash", "google", 65_536),
         ("llama3.1:8b", None, None),
         ("", None, None),
     ],

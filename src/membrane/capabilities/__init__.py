@@ -16,6 +16,7 @@ from membrane.capabilities._lookup import (
     get_token_scale,
     has_prompt_caching,
     load_capability_map,
+    provider_model_id,
     resolve_model_id,
 )
 
@@ -28,5 +29,6 @@ __all__ = [
     "get_token_scale",
     "has_prompt_caching",
     "load_capability_map",
+    "provider_model_id",
     "resolve_model_id",
 ]

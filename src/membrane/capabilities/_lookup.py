@@ -31,6 +31,7 @@ __all__ = [
     "get_token_scale",
     "has_prompt_caching",
     "load_capability_map",
+    "provider_model_id",
     "resolve_model_id",
 ]
 
@@ -191,6 +192,22 @@ def resolve_model_id(model_id: str | None) -> str | None:
     """
     match = _lookup(model_id)[1]
     return None if match is None else match.key
+
+
+def provider_model_id(model_id: str | None, provider: str) -> str | None:
+    """The name ``provider``'s API takes for ``model_id``, when the map gives exactly one.
+
+    None for unknown models, for Claude ids matched only by family (``claude-opus-7`` is not
+    Opus 5.5), and for models the map lists no ``api_ids[provider]`` for.
+
+    >>> provider_model_id("anthropic/claude-opus-5.5", "anthropic")
+    'claude-opus-5-5'
+    """
+    parsed, match = _lookup(model_id)
+    if match is None or match.family is not None:
+        return None
+    info = parsed.models.get(match.key)
+    return None if info is None else dict(info.api_ids).get(provider)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ __all__ = [
     "SNAPSHOT_SUFFIXES",
     "CachePricing",
     "Match",
+    "ModelInfo",
     "ParsedMap",
     "claude_version",
     "map_error",
@@ -57,6 +58,16 @@ class CachePricing:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """The ``models`` entry of one model: where its figures come from, and its API ids."""
+
+    source: str
+    source_updated: str
+    # provider ("openai", "anthropic", "gemini", ...) -> the model name that API takes
+    api_ids: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Match:
     key: str
     # Set when a Claude id matched a listed model of its family but not its exact version.
@@ -78,6 +89,7 @@ class ParsedMap:
     long_context_cap: int | None
     long_context_from: dict[str, tuple[int, int]]
     scale_from: tuple[tuple[tuple[int, int], float], ...]
+    models: dict[str, ModelInfo] = dataclasses.field(default_factory=dict)
     # Model ids already resolved against this map (a compile asks several times).
     resolved: dict[str, Match | None] = dataclasses.field(
         default_factory=dict, compare=False, repr=False
@@ -146,7 +158,36 @@ def parse_map(raw: object, where: str) -> ParsedMap:
         long_context_cap=long_cap,
         long_context_from=long_from,
         scale_from=scale_from,
+        models=_parse_models(raw.get("models", {}), where),
     )
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _parse_model(key: str, entry: object, where: str) -> ModelInfo:
+    if not isinstance(entry, dict):
+        raise map_error(where, f"models[{key!r}] must be an object")
+    source, updated = entry.get("source"), entry.get("source_updated")
+    if not isinstance(source, str) or not source.startswith("https://"):
+        raise map_error(where, f"models[{key!r}].source must be the https URL of the page read")
+    if not isinstance(updated, str) or not _DATE.fullmatch(updated):
+        raise map_error(
+            where, f"models[{key!r}].source_updated must be the page's own date as YYYY-MM-DD"
+        )
+    ids = entry.get("api_ids", {})
+    if not isinstance(ids, dict) or not all(
+        isinstance(p, str) and isinstance(v, str) and v for p, v in ids.items()
+    ):
+        raise map_error(where, f"models[{key!r}].api_ids must map a provider to a model name")
+    return ModelInfo(source, updated, tuple(sorted(ids.items())))
+
+
+def _parse_models(section: object, where: str) -> dict[str, ModelInfo]:
+    """``models``: per model, the page its figures were read from, and its API model names."""
+    if not isinstance(section, dict):
+        raise map_error(where, "section 'models' must be an object keyed by model id")
+    return {str(k).lower(): _parse_model(str(k), v, where) for k, v in section.items()}
 
 
 def _sections(raw: object, where: str) -> dict[str, dict[str, Any]]:

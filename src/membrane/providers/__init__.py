@@ -12,6 +12,7 @@ from membrane.providers.anthropic import anthropic_request, anthropic_system_blo
 from membrane.providers.bedrock import bedrock_converse_request
 from membrane.providers.gemini import gemini_request
 from membrane.providers.openai import build_system_messages, openai_request
+from membrane.providers.openai_responses import openai_responses_request
 
 __all__ = [
     "CompiledPrompt",
@@ -21,4 +22,5 @@ __all__ = [
     "build_system_messages",
     "gemini_request",
     "openai_request",
+    "openai_responses_request",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from membrane.capabilities import get_cache_pricing, get_token_scale
+from membrane.capabilities import get_cache_pricing, get_token_scale, provider_model_id
 from membrane.errors import InvalidInputError
 from membrane.messages import NormalMessage, Part, Text, normalize_messages
 from membrane.report import MetadataView
@@ -25,11 +25,13 @@ __all__ = [
     "Message",
     "cache_anchors",
     "choose_anchors",
+    "label_speakers",
     "parse_data_url",
     "read_breakpoints",
     "read_messages",
     "read_with_cuts",
     "render_turns",
+    "request_model",
     "require_end_placement",
     "strip_cache_control",
 ]
@@ -73,6 +75,20 @@ def require_end_placement(result: CompiledPrompt, builder: str) -> None:
             "to send",
             field="memory_placement",
         )
+
+
+def request_model(
+    result: CompiledPrompt, model: str | None, provider: str, key: str = "model"
+) -> dict[str, Any]:
+    """``{key: model}`` for a request: the caller's ``model``, else the one API name the map
+    gives the result's ``model_id`` for ``provider``, else nothing (the caller adds it)."""
+    if model is None:
+        model_id = MetadataView(result.metadata).model_id
+        model = provider_model_id(model_id, provider) if isinstance(model_id, str) else None
+        return {} if model is None else {key: model}
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidInputError(f"{key} must be the provider's model name", field=key)
+    return {key: model}
 
 
 def strip_cache_control(block: Mapping[str, Any]) -> dict[str, Any]:
@@ -209,13 +225,58 @@ def read_messages(
 
 
 def read_with_cuts(result: CompiledPrompt) -> tuple[list[Breakpoint], list[Message]]:
-    """The result's cache breakpoints, and its messages cut where a breakpoint ends inside one."""
+    """The result's cache breakpoints, and its messages cut where a breakpoint ends inside one.
+
+    Speakers are labelled (see :func:`label_speakers`).
+    """
     breakpoints = read_breakpoints(result.metadata, len(result.messages))
     cuts: dict[int, list[int]] = {}
     for bp in breakpoints:
         if bp.chars is not None:
             cuts.setdefault(bp.message_index, []).append(bp.chars)
-    return breakpoints, read_messages(result.messages, cuts)
+    return breakpoints, label_speakers(read_messages(result.messages, cuts), result.messages)
+
+
+def _speaker(raw: Mapping[str, Any], index: int) -> str | None:
+    """The ``name`` of a system, user or assistant message (a tool message's is its function)."""
+    name = raw.get("name")
+    if name is None or raw.get("role") == "tool":
+        return None
+    if not isinstance(name, str) or not name.strip():
+        where = f"messages[{index}].name"
+        raise InvalidInputError(f"{where} must be a non-empty string", field=where)
+    return name.strip()
+
+
+def label_speakers(messages: Sequence[Message], raw: Sequence[Mapping[str, Any]]) -> list[Message]:
+    """Messages whose ``name`` becomes a ``"<name>: "`` label at the start of their text.
+
+    Anthropic, Gemini, Bedrock Converse and the Responses API have no per-message speaker
+    field, and consecutive messages of one role merge into one turn there, so the label is
+    what tells two named speakers apart. It goes in front of the message's first text part
+    (or as a text part of its own before the first part when there is no text); cache cuts
+    keep their parts, and the label is the same every turn, so cached prefixes stay stable.
+    """
+    out = []
+    for msg in messages:
+        name = _speaker(raw[msg.index], msg.index)
+        if name is None:
+            out.append(msg)
+            continue
+        label = f"{name}: "
+        parts = list(msg.parts)
+        first = next((i for i, p in enumerate(parts) if isinstance(p, Text)), None)
+        cuts = dict(msg.cuts)
+        if first is None:
+            parts.insert(0, Text(label))
+            cuts = {c: p + 1 for c, p in cuts.items()}
+        else:
+            old = parts[first]
+            assert isinstance(old, Text)
+            raw_block = None if old.raw is None else {**old.raw, "text": label + old.text}
+            parts[first] = Text(label + old.text, raw_block)
+        out.append(Message(msg.role, tuple(parts), msg.index, cuts))
+    return out
 
 
 def cache_anchors(

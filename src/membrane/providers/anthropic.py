@@ -14,6 +14,7 @@ from membrane.providers._convert import (
     parse_data_url,
     read_with_cuts,
     render_turns,
+    request_model,
     require_end_placement,
     strip_cache_control,
 )
@@ -97,8 +98,15 @@ def anthropic_request(
     *,
     max_breakpoints: int = MAX_CACHE_BREAKPOINTS,
     max_tokens: int | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
     """The ``system`` and ``messages`` of an Anthropic Messages API request for a compile result.
+
+    ``model`` is included when you pass it, or when the result's ``model_id`` names exactly
+    one Claude API model in the capability map (``anthropic/claude-opus-5.5`` ->
+    ``claude-opus-5-5``, the name the seed's ``{"model": ..., **anthropic_request(result)}``
+    writes); a Claude id matched only by family adds none. A message's ``name`` becomes a
+    ``"<name>: "`` label in front of its text, because Anthropic has no speaker field.
 
     OpenAI-shape history is converted: tool calls become ``tool_use`` blocks, tool messages
     ``tool_result`` blocks in a user turn, content parts text and image blocks; Anthropic blocks
@@ -136,7 +144,7 @@ def anthropic_request(
             continue
         block["cache_control"] = copy.deepcopy(marker)
 
-    request: dict[str, Any] = {}
+    request = request_model(result, model, "anthropic")
     if specs:
         request["tools"] = anthropic_tools(specs, marker if mark_tools else None)
     if system:

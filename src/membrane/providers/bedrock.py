@@ -17,6 +17,7 @@ from membrane.providers._convert import (
     parse_data_url,
     read_with_cuts,
     render_turns,
+    request_model,
     require_end_placement,
 )
 from membrane.report import MetadataView
@@ -144,6 +145,9 @@ def bedrock_converse_request(
     http URLs. A ``cachePoint`` block follows the last block of each cached prefix in
     ``metadata["cache_breakpoints"]`` that reaches the model's minimum, at most
     ``max_cache_points`` of them. Needs end placement; ``ttl`` is ``"5m"`` or ``"1h"``.
+    A Claude model has several Bedrock ids (regional inference profiles), so ``modelId`` is
+    never guessed from the result. A message's ``name`` becomes a ``"<name>: "`` label in
+    front of its text, because Converse has no speaker field.
 
     The result's ``tools`` go in ``toolConfig``, followed by a ``cachePoint`` (one of the
     ``max_cache_points``) when they alone reach the model's minimum. ``inferenceConfig``'s
@@ -173,9 +177,7 @@ def bedrock_converse_request(
     anchors = cache_anchors(breakpoints, messages, result.metadata, lookup_id, limit)
     _insert_cache_points(system, out, [ends.get(a) for a in anchors], ttl)
 
-    request: dict[str, Any] = {}
-    if model_id is not None:
-        request["modelId"] = model_id
+    request = {} if model_id is None else request_model(result, model_id, "bedrock", "modelId")
     if system:
         request["system"] = system
     request["messages"] = out

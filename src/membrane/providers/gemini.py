@@ -11,6 +11,7 @@ from membrane.messages import Image, Part, Text, ToolCall, ToolResult
 from membrane.providers._agent import gemini_tools, read_tools, reserve_of
 from membrane.providers._convert import (
     CompiledPrompt,
+    label_speakers,
     parse_data_url,
     read_messages,
     render_turns,
@@ -88,9 +89,12 @@ def gemini_request(
     function calls without a thought signature: a tool call dict may carry its own
     ``thought_signature``, and ``thought_signature_fallback`` is put on the first call of each
     model turn that has none (Google documents a placeholder value for history that did not
-    come from Gemini). Needs end placement. The result's ``tools`` become
-    ``functionDeclarations`` (with ``parametersJsonSchema``), and ``generationConfig``'s
-    ``maxOutputTokens`` is ``max_output_tokens``, by default the result's output reserve.
+    come from Gemini). A message's ``name`` becomes a ``"<name>: "`` label in front of its
+    text, because Gemini has no speaker field. The model is not part of the body (it goes in
+    the URL, or as ``generate_content(model=...)`` in the SDK). Needs end placement. The
+    result's ``tools`` become ``functionDeclarations`` (with ``parametersJsonSchema``), and
+    ``generationConfig``'s ``maxOutputTokens`` is ``max_output_tokens``, by default the
+    result's output reserve.
     """
     require_end_placement(result, "gemini_request")
     signed: set[str] = set()  # messages whose first tool call has had its signature
@@ -107,7 +111,7 @@ def gemini_request(
         return rendered
 
     system, turns, _ = render_turns(
-        read_messages(result.messages),
+        label_speakers(read_messages(result.messages), result.messages),
         provider="Gemini",
         system_block=lambda part, where: {"text": part.text},
         block=block,

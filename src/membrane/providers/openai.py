@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from membrane.capabilities import get_cache_pricing, get_token_scale
 from membrane.errors import InvalidInputError
 from membrane.providers._agent import openai_tools, read_tools, reserve_of
-from membrane.providers._convert import CompiledPrompt, read_messages
+from membrane.providers._convert import CompiledPrompt, read_messages, request_model
 from membrane.tokenizers import TiktokenAdapter
 
 if TYPE_CHECKING:
@@ -20,16 +20,19 @@ __all__ = ["build_system_messages", "openai_request"]
 def openai_request(
     result: CompiledPrompt,
     *,
-    model: str,
+    model: str | None = None,
     prompt_cache_key: str | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """A Chat Completions request body: ``model``, the compiled ``messages`` and your extras.
 
-    Messages go out as compiled (copied, so editing the request leaves the result alone), with
-    the result's ``tools`` as function tools and its output reserve as
-    ``max_completion_tokens`` (unless ``tools``, ``max_tokens`` or ``max_completion_tokens``
-    is among your extras).
+    ``model`` is included when you pass it, or when the result's ``model_id`` names exactly
+    one OpenAI model in the capability map (``openai/gpt-4.1`` -> ``gpt-4.1``); otherwise
+    leave it to the call: ``create(model=..., **openai_request(result))``.
+    Messages go out as compiled (copied, so editing the request leaves the result alone),
+    ``name`` included (Chat Completions takes a speaker's name as it is), with the result's
+    ``tools`` as function tools and its output reserve as ``max_completion_tokens`` (unless
+    ``tools``, ``max_tokens`` or ``max_completion_tokens`` is among your extras).
     OpenAI caches shared prefixes by itself; ``prompt_cache_key`` (e.g. a conversation id)
     helps it route requests that share a prefix to the same cache. Raises
     :class:`ToolPairingError` when a tool result has no call before it or a call no result.
@@ -40,8 +43,6 @@ def openai_request(
     {'model': 'gpt-4o-mini', 'messages': [{'role': 'user', 'content': 'Hi'}], \
 'prompt_cache_key': 'conv-9'}
     """
-    if not isinstance(model, str) or not model:
-        raise InvalidInputError("model must be the provider's model name", field="model")
     if prompt_cache_key is not None and not isinstance(prompt_cache_key, str):
         raise InvalidInputError("prompt_cache_key must be a string", field="prompt_cache_key")
     if "messages" in extra:
@@ -49,7 +50,8 @@ def openai_request(
             "messages come from the compile result; do not pass them again", field="messages"
         )
     read_messages(result.messages)
-    request: dict[str, Any] = {"model": model, "messages": copy.deepcopy(list(result.messages))}
+    request = request_model(result, model, "openai")
+    request["messages"] = copy.deepcopy(list(result.messages))
     specs = read_tools(result)
     if specs and "tools" not in extra:
         request["tools"] = openai_tools(specs)
