@@ -324,16 +324,16 @@ def _query_weights(query: str) -> Mapping[str, float]:
     return MappingProxyType(weights)
 
 
-def asked_text(query: str) -> str:
-    """What ``query`` asks: its question sentences (and any they lean on), else all of it.
+def asked_text(query: str) -> str | None:
+    """What ``query`` asks: its question sentences and any they lean on (None: no question).
 
     These are the sentences whose words :func:`query_weights` weighs fully. An embedder
-    compares passages with this text, not with the small talk around the question, and pays
-    for a dozen words instead of the whole turn.
+    compares passages and memories with this text, not with the small talk around it, and
+    pays for a dozen words instead of the whole turn.
     """
     sentences, asks = _asked_sentences(query)
     if not any(asks):
-        return query
+        return None
     return " ".join(s for s, asked in zip(sentences, asks, strict=True) if asked)
 
 
