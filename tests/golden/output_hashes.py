@@ -605,7 +605,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="compare with the manifest")
-    mode.add_argument("--update", action="store_true", help="rewrite the manifest (only the selected cases with --only)")
+    mode.add_argument(
+        "--update",
+        action="store_true",
+        help="rewrite the manifest (only the selected cases with --only)",
+    )
     parser.add_argument("--skip-errors", action="store_true", help="skip the pytest pass")
     parser.add_argument("--only", help="only cases whose name starts with this")
     args = parser.parse_args(argv)
