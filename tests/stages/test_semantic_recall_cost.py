@@ -86,8 +86,8 @@ def test_ranking_only_the_candidates_recalls_the_same_passages(
     candidates = set(recall_candidates(tracker, query, min_score=PIN_MIN_SCORE))
     only_candidates = [p for p in everything if p in candidates]
     options: dict[str, Any] = {"limit": 150, "count": count_tokens, "min_score": PIN_MIN_SCORE}
-    full = select_passages(tracker, query, 150, extra_ranking=everything, **options)
-    cut = select_passages(tracker, query, 150, extra_ranking=only_candidates, **options)
+    full = select_passages(tracker, query, 150, extra_ranking=lambda: everything, **options)
+    cut = select_passages(tracker, query, 150, extra_ranking=lambda: only_candidates, **options)
     assert full == cut
     assert {r.pid for r in full} <= candidates
 
@@ -138,3 +138,26 @@ def test_a_turn_embeds_what_it_asks_and_at_most_the_best_passages() -> None:
         assert len(others) <= EMBEDDED_PASSAGES
     # Turns whose question matches no dropped passage (and whose memories fit) embed nothing.
     assert 0 < silent < len(turns)
+
+
+def test_the_vote_is_asked_only_when_not_every_candidate_fits() -> None:
+    tracker = _tracker(3, 40)
+    query = " ".join(tracker.passages[0].text.split()[:12])
+    candidates = recall_candidates(tracker, query, min_score=PIN_MIN_SCORE)
+    assert len(candidates) >= 2
+    whole = sum(tracker.recalled(p).tokens for p in candidates)
+    asked: list[int] = []
+
+    def vote() -> list[int]:
+        asked.append(1)
+        return list(reversed(candidates))
+
+    options: dict[str, Any] = {"count": count_tokens, "min_score": PIN_MIN_SCORE}
+    roomy = whole + 50
+    with_vote = select_passages(tracker, query, roomy, limit=roomy, extra_ranking=vote, **options)
+    assert asked == []  # every candidate comes back whole, whatever the order
+    assert with_vote == select_passages(tracker, query, roomy, limit=roomy, **options)
+    assert {r.pid for r in with_vote} == set(candidates)
+    tight = whole // 2
+    select_passages(tracker, query, tight, limit=tight, extra_ranking=vote, **options)
+    assert asked == [1]

@@ -9,7 +9,7 @@ passage to its best sentence when the whole one does not fit.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -206,6 +206,19 @@ def recall_candidates(
     return [-negated for _, negated in ranked]
 
 
+def _all_fit(
+    tracker: HistoryTracker, ranked: Sequence[int], budget: int, max_passages: int | None
+) -> bool:
+    """Whether every candidate is taken whole in any order (so no order needs asking for)."""
+    if len(ranked) > _MAX_RECALL_CANDIDATES or (
+        max_passages is not None and len(ranked) > max_passages
+    ):
+        return False
+    # With this much room, the loop in select_passages never stops early nor cuts a passage.
+    total = sum(tracker.recalled(pid).tokens for pid in ranked)
+    return total + _MIN_USEFUL_PASSAGE_TOKENS <= budget
+
+
 def select_passages(
     tracker: HistoryTracker,
     query: str,
@@ -213,15 +226,16 @@ def select_passages(
     *,
     limit: int,
     count: Count,
-    extra_ranking: Sequence[int] | None = None,
+    extra_ranking: Callable[[], Sequence[int] | None] | None = None,
     min_relative_score: float = MIN_RELATIVE_SCORE,
     max_passages: int | None = None,
     min_score: float = 0.0,
 ) -> list[RecalledPassage]:
     """The best-matching dropped passages that fit ``min(room, limit)`` tokens.
 
-    Passages rank by shared rare words with ``query``, then recency. ``extra_ranking`` (pids,
-    best first, e.g. from an embedder) is fused in as a second vote.
+    Passages rank by shared rare words with ``query``, then recency. ``extra_ranking`` gives
+    a second vote (pids, best first, e.g. from an embedder) that is fused in; it is called only
+    when the order can matter, not when every candidate fits whole.
     """
     budget = min(room, limit)
     if budget <= 0:
@@ -229,9 +243,11 @@ def select_passages(
     ranked = recall_candidates(
         tracker, query, min_score=min_score, min_relative_score=min_relative_score
     )
-    if extra_ranking is not None and ranked:
-        allowed = set(ranked)
-        ranked = rank_fusion([ranked, [p for p in extra_ranking if p in allowed]])
+    if extra_ranking is not None and not _all_fit(tracker, ranked, budget, max_passages):
+        order = extra_ranking()
+        if order is not None:
+            allowed = set(ranked)
+            ranked = rank_fusion([ranked, [p for p in order if p in allowed]])
     weights = query_weights(query)
     chosen: list[RecalledPassage] = []
     used = 0
