@@ -162,6 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "added_ms_mean": round(statistics.mean(all_added), 2),
         "added_cpu_ms_median": round(statistics.median(all_added_cpu), 2),
         "added_cpu_ms_p90": round(percentile(all_added_cpu, 0.9), 2),
+        "added_cpu_ms_mean": round(statistics.mean(all_added_cpu), 2),
         "turns_that_embed": len(embedding),
         "added_ms_median_turns_that_embed": _median_of(all_added, embedding),
         "added_cpu_ms_median_turns_that_embed": _median_of(all_added_cpu, embedding),
