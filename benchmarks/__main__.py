@@ -30,6 +30,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("benchmarks.hard_suite", [*seeds, "--scenarios", "all"]),
         ("benchmarks.compile_speed", ["--quick"] if args.quick else []),
         (
+            "benchmarks.agent_loop",
+            ["--seeds", "1", "--tasks", "20", "--no-write"] if args.quick else [],
+        ),
+        (
             "benchmarks.conversations",
             ["--conversations", "10", "--no-write"]
             if args.quick

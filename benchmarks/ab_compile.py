@@ -1,18 +1,24 @@
 """A/B of per-turn compile time between two commits, in alternating fresh processes.
 
-python -m benchmarks.ab_compile BASE_REV NEW_REV [--rounds 10] [--out NAME]
+python -m benchmarks.ab_compile BASE_REV NEW_REV [--rounds 10] [--out NAME] [--instructions]
 
 Each round starts one process per side (order alternating), each timing every turn of the
 80-turn chat for two seeds with one reused compiler, after a discarded warm-up conversation.
 The result is the median of each process's median, per side, and their ratio. Both sides run
 this tree's scenario generator; only ``membrane`` comes from the commit under test (a git
 worktree made for the run and removed after it).
+
+Wall-clock medians move with whatever else the machine runs. ``--instructions`` adds a count
+that does not: each side runs under ``valgrind --tool=callgrind`` twice, once with only the
+imports, scenarios and warm-up and once with the timed turns as well; the difference divided by
+the turns is the instructions one compile costs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -48,11 +54,19 @@ def run(scenario):
 spec = HARD_SCENARIOS["long_chat"]
 run(build_scenario(spec, 10_000))
 times = []
-for seed in (1, 2):
+for seed in (1, 2) if sys.argv[-1] != "setup-only" else ():
     gc.collect()
     times += run(build_scenario(spec, seed))
-print(json.dumps({"median_ms": statistics.median(times) / 1e6, "turns": len(times)}))
+print(json.dumps({"median_ms": statistics.median(times) / 1e6 if times else 0.0,
+                  "turns": len(times)}))
 """
+
+
+def _commit(rev: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True
+    )
+    return f"{rev} ({done.stdout.strip()})" if done.returncode == 0 else rev
 
 
 def _time(src: Path) -> dict[str, Any]:
@@ -68,13 +82,37 @@ def _time(src: Path) -> dict[str, Any]:
     return result
 
 
+_CALLGRIND = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
+
+
+def _instructions(src: Path, mode: str) -> int:
+    done = subprocess.run(
+        [*_CALLGRIND, sys.executable, "-c", _TIMER, mode],
+        env={"PYTHONPATH": f"{src}:{ROOT}", "PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    collected = re.search(r"Collected : (\d+)", done.stderr)
+    if collected is None:
+        raise RuntimeError("callgrind printed no instruction count:\n" + done.stderr[-2000:])
+    return int(collected.group(1))
+
+
+def _per_turn_instructions(src: Path) -> float:
+    turns = _time(src)["turns"]
+    return (_instructions(src, "full") - _instructions(src, "setup-only")) / turns
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ab_compile", description=__doc__)
     parser.add_argument("base")
     parser.add_argument("new")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--out", default="ab_compile")
+    parser.add_argument("--instructions", action="store_true", help="also count with callgrind")
     args = parser.parse_args(argv)
+    instructions: dict[str, float] = {}
     medians: dict[str, list[float]] = {"base": [], "new": []}
     with tempfile.TemporaryDirectory() as tmp:
         trees = {}
@@ -96,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"new {medians['new'][-1]:.3f} ms",
                     file=sys.stderr,
                 )
+            if args.instructions:
+                for side in ("base", "new"):
+                    instructions[side] = _per_turn_instructions(trees[side] / "src")
         finally:
             for tree in trees.values():
                 subprocess.run(
@@ -108,14 +149,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "suite": "ab_compile",
         "command": "python -m benchmarks.ab_compile " + " ".join(argv or sys.argv[1:]),
         "machine": machine(),
-        "base": args.base,
-        "new": args.new,
+        "base": _commit(args.base),
+        "new": _commit(args.new),
         "rounds": args.rounds,
         "per_process_median_ms": medians,
         "base_median_of_medians_ms": base,
         "new_median_of_medians_ms": new,
         "ratio_new_to_base": new / base,
     }
+    if instructions:
+        payload["instructions_per_turn"] = instructions
+        payload["instructions_ratio_new_to_base"] = instructions["new"] / instructions["base"]
+        print(
+            f"instructions per turn: base {instructions['base']:,.0f}, "
+            f"new {instructions['new']:,.0f}, ratio {payload['instructions_ratio_new_to_base']:.3f}"
+        )
     write_result(args.out, payload)
     print(f"base {base:.3f} ms, new {new:.3f} ms, ratio {new / base:.3f}")
     return 0

@@ -148,7 +148,9 @@ def test_system_placement_trims_memories_within_budget() -> None:
 def test_max_tokens_is_capped_by_a_known_model_context() -> None:
     compiler = ContextCompiler(1_000_000, model_id="llama3.2")
     result = compiler.compile([_fact(1)], "Hi")
-    assert result.metadata["tokens_budget"] == 4096
+    # The 4,096-token window less the default output reserve (a tenth of it, rounded up).
+    assert result.metadata["reserve_output_tokens"] == 410
+    assert result.metadata["tokens_budget"] == 4096 - 410
 
 
 def test_unknown_model_never_shrinks_the_budget() -> None:

@@ -23,7 +23,6 @@ from membrane.compiler import (
     CompileResult,
     ContextCompiler,
     CostQuote,
-    compile_anonymous,
 )
 from membrane.errors import (
     EmbedderUnavailable,
@@ -46,6 +45,7 @@ from membrane.lod import (
     compute_attention_shift,
     compute_attention_shift_with_embeddings,
 )
+from membrane.one_shot import compile_anonymous
 from membrane.providers import (
     anthropic_request,
     anthropic_system_blocks,

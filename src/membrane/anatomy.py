@@ -106,7 +106,9 @@ def prompt_anatomy(result: CompileResult, *, counter: TokenCounter | None = None
     """Cut ``result.messages`` into region pieces and count each one.
 
     The pieces are the region spans the layout recorded. Count with the compiler's counter
-    (cl100k_base when none is given) and the pieces add up to ``metadata["token_count"]``.
+    (cl100k_base when none is given) and the pieces add up to ``metadata["token_count"]``,
+    less the tool definitions' and the images' tokens, which have no text span
+    (``metadata["tools_tokens"]`` and ``["image_tokens"]``, see docs/agents.md).
     """
     counter = counter or TiktokenAdapter(_DEFAULT_ENCODING)
     texts = [message_text(m) for m in result.messages]

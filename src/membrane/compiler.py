@@ -7,19 +7,28 @@ report, save the state. The algorithms live in ``membrane.stages``; this module 
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from membrane import config
 from membrane.capabilities import get_model_capabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text, tool_call_ids, validate_messages
-from membrane.prompt_text import mem_numbers
 from membrane.render import Rendered, render_end, render_system
 from membrane.report import CompileMetrics, CompileReport, Region
 from membrane.result import CompileResult, CostQuote
-from membrane.session import LRUCache, Session, load_calibration, scale_key
+from membrane.session import (
+    LRUCache,
+    Session,
+    StoreNotes,
+    load_calibration,
+    run_off_loop,
+    scale_key,
+    write_state,
+)
+from membrane.stages.agent import agent_inputs, check_tools_change
 from membrane.stages.layout import ContextLayoutEngine
 from membrane.stages.preflight import SyncCompressor, check_compressed
 from membrane.stages.tail import TailSettings, fit_tail
@@ -29,6 +38,7 @@ from membrane.text.semantic import Embedder, SemanticRanker
 from membrane.tokenizers import MemoizedCounter, TiktokenAdapter, TokenCounter, counted_budget
 from membrane.turn import (
     Turn,
+    check_compressor,
     check_fraction,
     check_non_negative_int,
     check_placement,
@@ -50,7 +60,6 @@ __all__ = [
     "CostQuote",
     "Embedder",
     "Region",
-    "compile_anonymous",
 ]
 
 Placement = Literal["end", "system"]
@@ -152,6 +161,9 @@ class ContextCompiler:
         profile: MembraneProfile | None = None,
         tokenizer_registry: TokenizerRegistry | None = None,
         conversation_id: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        image_sizes: Mapping[str, tuple[int, int]] | None = None,
+        reserve_output_tokens: int | None = None,
         debug: bool = False,
     ) -> CompileResult:
         """Compile one turn.
@@ -161,15 +173,17 @@ class ContextCompiler:
         ``conversation_messages`` are sent as given (OpenAI or Anthropic shape, tool calls
         included), cut from the oldest end in chunks when they outgrow their share.
         ``conversation_id`` selects the conversation's state (the cut, the index room); without
-        it the compiler keeps one conversation of its own.
+        it the compiler keeps one conversation of its own. ``tools`` (OpenAI function tools or
+        Anthropic tools), images in the history (priced from their size; ``image_sizes`` gives
+        remote URLs' sizes) and ``reserve_output_tokens`` (room kept for the answer) are
+        counted against the budget; see ``docs/agents.md``.
         """
-        if compress_sync is not None and not callable(compress_sync):
-            raise TypeError(
-                "compress_sync must be a function (raw_middle, target_tokens, question)"
-            )
+        check_compressor(compress_sync)
+        notes = StoreNotes()
         turn = self._normalise(
             memories,
             user_message,
+            notes=notes,
             conversation_messages=conversation_messages,
             last_assistant_turn=last_assistant_turn,
             agent_persona_prompt=agent_persona_prompt,
@@ -181,9 +195,11 @@ class ContextCompiler:
             tokenizer_registry=tokenizer_registry,
             conversation_id=conversation_id,
             compress_sync=compress_sync,
+            agent=(tools, image_sizes, reserve_output_tokens),
             debug=debug,
         )
-        session = Session(self.state_store, turn.conversation)
+        session = Session(self.state_store, turn.conversation, notes)
+        turn = replace(turn, tools_changed=check_tools_change(turn.agent, session))
         semantic = self._semantic.call() if self._semantic is not None else None
         model, overhead = self.model_id, self.message_overhead_tokens
         if self.memory_placement == "system":
@@ -193,7 +209,7 @@ class ContextCompiler:
             tail = fit_tail(turn.tail_input(semantic), window, self._tail_settings())
             rendered = render_end(turn, window, tail, semantic, model_id=model, overhead=overhead)
         session.save()
-        return self._emit(rendered)
+        return self._emit(replace(rendered, report=notes.stamp(rendered.report)))
 
     async def compile_async(
         self,
@@ -207,11 +223,13 @@ class ContextCompiler:
         """Like :meth:`compile`, with an async pre-flight compressor.
 
         The compressor runs only when the memories on offer exceed
-        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them.
+        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O
+        runs off the event loop (:func:`membrane.session.run_off_loop`).
         """
         analyst = compress_async if compress_async is not None else compress_fn
+        compile_now = partial(self.compile, memories, user_message, **kwargs)
         if analyst is None:
-            return self.compile(memories, user_message, **kwargs)
+            return await run_off_loop(self.state_store, compile_now)
         count = self._counter(kwargs.get("tokenizer_registry")).count
         offer = normalise_offer(
             memories,
@@ -222,7 +240,7 @@ class ContextCompiler:
         )
         raw = "\n".join(offer.lines())
         if count(raw) <= config.preflight_token_threshold():
-            return self.compile(memories, user_message, **kwargs)
+            return await run_off_loop(self.state_store, compile_now)
         target = config.preflight_target_tokens()
         if hasattr(analyst, "compress_retrieved_memory"):
             summary = await analyst.compress_retrieved_memory(raw, target, user_message)
@@ -230,7 +248,10 @@ class ContextCompiler:
             summary = await analyst(raw, target, user_message)
         done = check_compressed(summary)
         kwargs.pop("compress_sync", None)
-        return self.compile(memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs)
+        compile_now = partial(
+            self.compile, memories, user_message, compress_sync=lambda _r, _t, _q: done, **kwargs
+        )
+        return await run_off_loop(self.state_store, compile_now)
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
@@ -243,12 +264,12 @@ class ContextCompiler:
             raise TypeError("actual_prompt_tokens must be an int (the provider's prompt tokens)")
         if self.fixed_token_scale is not None:
             return self.fixed_token_scale
-        report = CompileReport.from_metadata(result.metadata)
+        report, notes = CompileReport.from_metadata(result.metadata), StoreNotes()
         model_id, counted = report.model_id, report.sent_tokens
-        calibration = load_calibration(self.state_store, model_id).observe(
+        calibration = load_calibration(self.state_store, model_id, notes).observe(
             counted, actual_prompt_tokens
         )
-        self.state_store.put(scale_key(model_id), calibration.to_dict())
+        write_state(self.state_store, scale_key(model_id), calibration.to_dict(), notes)
         return calibration.scale
 
     def estimate(
@@ -279,6 +300,7 @@ class ContextCompiler:
         memories: Sequence[object],
         user_message: str,
         *,
+        notes: StoreNotes,
         conversation_messages: Sequence[Message] | None,
         last_assistant_turn: str | None,
         agent_persona_prompt: str | None,
@@ -290,6 +312,7 @@ class ContextCompiler:
         tokenizer_registry: TokenizerRegistry | None,
         conversation_id: str | None,
         compress_sync: SyncCompressor | None,
+        agent: tuple[object, Mapping[str, tuple[int, int]] | None, int | None],
         debug: bool,
     ) -> Turn:
         if not isinstance(user_message, str):
@@ -304,15 +327,22 @@ class ContextCompiler:
         )
         # One capability lookup per compile: the context cap here, caching in the metadata.
         capabilities = get_model_capabilities(self.model_id) if self.model_id else None
-        cap = capabilities.context_cap if capabilities else None
-        budget = min(self.max_tokens, cap) if cap else self.max_tokens
+        counter = self._counter(tokenizer_registry)
+        extras = agent_inputs(
+            tools=agent[0],
+            image_sizes=agent[1],
+            reserve_output_tokens=agent[2],
+            capabilities=capabilities,
+            model_id=self.model_id,
+            count=counter.count,
+        )
+        budget = extras.prompt_budget(self.max_tokens)
         # The model's scale and how many observations shaped it (one store read).
         if self.fixed_token_scale is not None:
             scale, scale_samples = self.fixed_token_scale, 0
         else:
-            calibration = load_calibration(self.state_store, self.model_id)
+            calibration = load_calibration(self.state_store, self.model_id, notes)
             scale, scale_samples = calibration.scale, calibration.samples
-        counter = self._counter(tokenizer_registry)
         return Turn(
             user_message=user_message,
             history=history,
@@ -325,11 +355,12 @@ class ContextCompiler:
             budget=budget,
             scale=scale,
             scale_samples=scale_samples,
-            budget_counted=counted_budget(budget, scale),
+            budget_counted=max(counted_budget(budget, scale) - extras.tools_tokens, 0),
             conversation=conversation,
             use_caching=use_prompt_caching_split,
             debug=debug,
             capabilities=capabilities,
+            agent=extras,
         )
 
     def _validate_history(
@@ -376,17 +407,7 @@ class ContextCompiler:
     # ------------------------------------------------------------------ results
 
     def _emit(self, rendered: Rendered) -> CompileResult:
-        present = mem_numbers(rendered.memory_text)
-        offer = rendered.offer
-        cited = sorted((s for s in offer.citable if s.number in present), key=lambda s: s.number)
-        result = CompileResult(
-            rendered.messages,
-            {s.number: s.ref_id for s in cited},
-            {s.number: s.kind for s in cited},
-            rendered.report.metadata(),
-            rendered.trace,
-            rendered.regions,
-        )
+        result = rendered.result()
         if self.metrics_callback is not None:
             self.metrics_callback(rendered.report.metrics())
         return result
@@ -404,26 +425,6 @@ class ContextCompiler:
             memo = MemoizedCounter(base)
             self._counters[id(base)] = memo
         return memo
-
-
-def compile_anonymous(
-    *,
-    max_tokens: int,
-    memories: Sequence[object] = (),
-    user_message: str = "",
-    model_id: str | None = None,
-    core_content: str = "",
-    **options: Any,
-) -> CompileResult:
-    """Compile once with a throw-away compiler: no state survives the call.
-
-    Constructor options and ``compile()`` arguments may both be passed as keywords.
-    """
-    ctor = set(inspect.signature(ContextCompiler.__init__).parameters) - {"self"}
-    ctor_kwargs = {k: v for k, v in options.items() if k in ctor}
-    call_kwargs = {k: v for k, v in options.items() if k not in ctor}
-    compiler = ContextCompiler(max_tokens, model_id, core_content, **ctor_kwargs)
-    return compiler.compile(memories, user_message, **call_kwargs)
 
 
 def _message_key(message: object) -> tuple[str, str]:

@@ -20,12 +20,15 @@ __all__ = [
     "preflight_target_tokens",
     "preflight_token_threshold",
     "redis_url",
+    "ref_map_ttl_seconds",
+    "store_deadline_seconds",
 ]
 
 DEFAULT_HISTORY_SHARE = 0.75
 DEFAULT_INDEX_SHARE = 0.125
 DEFAULT_KEYFRAME_TOKENS = 40
 DEFAULT_MESSAGE_OVERHEAD_TOKENS = 3
+DEFAULT_STORE_DEADLINE_SECONDS = 0.25
 
 
 def _int_env(name: str, default: int) -> int:
@@ -74,6 +77,28 @@ def capability_map_path() -> str | None:
 def redis_url() -> str | None:
     """Default Redis URL for ref-map persistence and the Redis state store."""
     return os.environ.get("MEMBRANE_REDIS_URL") or os.environ.get("REDIS_URL") or None
+
+
+def ref_map_ttl_seconds() -> int:
+    """Seconds a saved ref map lives in Redis (``MEMBRANE_REF_MAP_TTL_SECONDS``, 600)."""
+    return _int_env("MEMBRANE_REF_MAP_TTL_SECONDS", 600)
+
+
+def store_deadline_seconds() -> float:
+    """Seconds one state-store call may take before it is abandoned (default 0.25)."""
+    raw = os.environ.get("MEMBRANE_STORE_DEADLINE_SECONDS", "").strip()
+    if not raw:
+        return DEFAULT_STORE_DEADLINE_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value <= 60.0:
+        raise ValueError(
+            "environment variable MEMBRANE_STORE_DEADLINE_SECONDS must be a number of seconds "
+            f"in (0, 60], got {raw!r}"
+        )
+    return value
 
 
 def lod_attention_shift_cosine_threshold(default: float = 0.35) -> float:

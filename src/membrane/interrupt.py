@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from membrane.prompt_text import INTERRUPT_CLOSE, INTERRUPT_OPEN
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
@@ -36,8 +38,6 @@ __all__ = [
     "strip_all_interrupts",
 ]
 
-INTERRUPT_OPEN = "<SYSTEM_INTERRUPT_FETCH["
-INTERRUPT_CLOSE = "]>"
 #: Longest query a tag may carry. It bounds how much text a stream holds back while a tag
 #: might still be completing.
 MAX_QUERY_CHARS = 500

@@ -2,31 +2,58 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from membrane.messages import Message, message_text
-from membrane.report import CompileReport, RegionMarks
+from membrane.messages import ImageTally, Message, message_text
+from membrane.prompt_text import mem_numbers
+from membrane.report import AgentReport, CompileReport, RegionMarks
+from membrane.result import CompileResult
 from membrane.stages.firewall import Offer, fit_system_message
 from membrane.stages.glaciator import cache_metadata
+from membrane.stages.layout import MemorySegment
 from membrane.stages.tail import FittedTail
 from membrane.stages.window import HistoryWindow
 from membrane.text.semantic import SemanticCall
 from membrane.turn import Turn
 
-__all__ = ["Rendered", "render_end", "render_system"]
+__all__ = ["Rendered", "cited_numbers", "render_end", "render_system"]
 
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
-    """A stage's output before the result is built: messages, memory text, evidence."""
+    """A stage's output before the result is built: messages, citations, evidence.
+
+    ``cited`` holds the ``[Mem:N]`` numbers of the memory segments sent (see
+    :func:`cited_numbers`).
+    """
 
     messages: list[Message]
     offer: Offer
-    memory_text: str
+    cited: frozenset[int]
     report: CompileReport
     regions: RegionMarks
     trace: dict[str, Any] | None
+    tools: list[dict[str, Any]]
+
+    def result(self) -> CompileResult:
+        """The public result: ref map and kinds of the memories sent, in number order."""
+        sent = sorted((s for s in self.offer.citable if s.number in self.cited), key=_number)
+        return CompileResult(
+            self.messages,
+            {s.number: s.ref_id for s in sent},
+            {s.number: s.kind for s in sent},
+            self.report.metadata(),
+            self.trace,
+            self.regions,
+            self.tools,
+        )
+
+
+def _number(segment: MemorySegment) -> int:
+    return segment.number
 
 
 def render_end(
@@ -47,7 +74,10 @@ def render_end(
         {"role": "user", "content": fitted.text},
     ]
     system_tokens = count(window.system_text)
-    token_count = system_tokens + window.kept_tokens - overhead * len(window.kept) + fitted.tokens
+    lead = turn.agent.tools_tokens  # the tools come first in the prompt
+    token_count = (
+        lead + system_tokens + window.kept_tokens - overhead * len(window.kept) + fitted.tokens
+    )
     framing = overhead * len(messages)
     offered = turn.offer.lines()
     trimmed = sum(count(line) for line in offered) - sum(count(line) for line in tail.lines)
@@ -55,11 +85,11 @@ def render_end(
     cache = cache_metadata(
         model_id,
         enabled=turn.use_caching,
-        core_tokens=count(turn.core) + overhead,
+        core_tokens=lead + count(turn.core) + overhead,
         core_chars=core_chars,
-        system_tokens=system_tokens + overhead,
+        system_tokens=lead + system_tokens + overhead,
         history_messages=len(window.kept),
-        prefix_tokens=system_tokens + overhead + window.kept_tokens,
+        prefix_tokens=lead + system_tokens + overhead + window.kept_tokens,
         tail_tokens=fitted.tokens + overhead,
         token_scale=turn.scale,
         capabilities=turn.capabilities,
@@ -83,11 +113,12 @@ def render_end(
         history_turn_local_drop=window.turn_local_drop,
         core_chars=core_chars,
         cache=cache,
-        **_common_report(turn, token_count + framing, semantic),
+        **_common_report(turn, token_count + framing, semantic, window.kept),
     )
     regions = _end_marks(turn, fitted)
     trace = {"choices": fitted.choice, "sources": list(tail.sources)} if turn.debug else None
-    return Rendered(messages, turn.offer, tail.memory_text(), report, regions, trace)
+    cited = cited_numbers(turn.offer, tail.sources, tail.memory_text())
+    return Rendered(messages, turn.offer, cited, report, regions, trace, _tools(turn))
 
 
 def render_system(
@@ -104,10 +135,11 @@ def render_system(
         turn.offer, turn.core, end_text, turn.count, turn.budget_counted - overhead
     )
     full = fitted.full_tokens
+    token_count = turn.agent.tools_tokens + fitted.tokens
     report = CompileReport(
         model_id=model_id,
         placement="system",
-        token_count=fitted.tokens,
+        token_count=token_count,
         tokens_budget=turn.budget,
         message_framing_tokens=overhead,
         tokens_trimmed=sum(full) - sum(full[i] for i in fitted.kept),
@@ -117,23 +149,75 @@ def render_system(
         memories_truncated=turn.offer.memories_truncated,
         stable_prefix_messages=0,
         cache={"cache_mode": None, "cache_breakpoints": [], "prompt_cache_used": False},
-        **_common_report(turn, fitted.tokens + overhead, semantic),
+        **_common_report(turn, token_count + overhead, semantic, []),
     )
     regions = _system_marks(turn.core, fitted.middle, fitted.text, end_text)
     trace = {"choices": list(fitted.choice)} if turn.debug else None
     messages: list[Message] = [{"role": "system", "content": fitted.text}]
-    return Rendered(messages, turn.offer, fitted.middle, report, regions, trace)
+    cited = cited_numbers(turn.offer, fitted.kept, fitted.middle)
+    return Rendered(messages, turn.offer, cited, report, regions, trace, _tools(turn))
 
 
-def _common_report(turn: Turn, sent_tokens: int, semantic: SemanticCall | None) -> dict[str, Any]:
+def cited_numbers(offer: Offer, kept: Sequence[int], kept_text: str) -> frozenset[int]:
+    """The memory numbers sent: those of the kept segments (``kept`` indexes the offer).
+
+    A segment's number is the one it was laid out with; a ``[Mem:N]`` written in its text
+    cites nothing. The exception is a compressed offer: it has no segments, only the caller's
+    summary of them (``kept_text``), whose tags of memories that were on offer are what it
+    cites.
+    """
+    segments = offer.segments
+    numbers = {segments[i].number for i in kept if i < len(segments)}
+    if not segments and offer.citable:
+        numbers |= mem_numbers(kept_text) & {s.number for s in offer.citable}
+    return frozenset(numbers)
+
+
+def _common_report(
+    turn: Turn, sent_tokens: int, semantic: SemanticCall | None, kept: list[Message]
+) -> dict[str, Any]:
+    budget_counted = turn.budget_counted + turn.agent.tools_tokens
     return {
         "token_scale": turn.scale,
         "token_scale_samples": turn.scale_samples,
-        "tokens_budget_counted": turn.budget_counted,
-        "budget_exceeded": sent_tokens > turn.budget_counted,
+        "tokens_budget_counted": budget_counted,
+        "budget_exceeded": sent_tokens > budget_counted,
         "semantic_ranking": semantic is not None and semantic.used,
         "semantic_ranking_error": semantic.error if semantic is not None else None,
+        "agent": _agent_report(turn, kept),
     }
+
+
+def _agent_report(turn: Turn, kept: list[Message]) -> AgentReport | None:
+    agent = turn.agent
+    images = ImageTally()
+    for message in kept:
+        if isinstance(message.get("content"), list):
+            images += agent.images.tally(message)
+    if not agent.tools and not images.images and agent.reserve is None:
+        return None
+    return AgentReport(
+        tools=len(agent.tools),
+        tools_tokens=agent.tools_tokens,
+        tools_changed=turn.tools_changed,
+        images=images.images,
+        image_tokens=images.tokens,
+        images_unsized=images.unsized,
+        reserve_output_tokens=agent.reserve,
+        context_window=agent.window,
+    )
+
+
+def _tools(turn: Turn) -> list[dict[str, Any]]:
+    """The tools in OpenAI function shape, for the result (the builders render the rest)."""
+    out = []
+    for spec in turn.agent.tools:
+        function: dict[str, Any] = {"name": spec.name, "description": spec.description}
+        function["parameters"] = copy.deepcopy(dict(spec.parameters))
+        if spec.strict is not None:
+            function["strict"] = spec.strict
+        out.append({"type": "function", "function": function})
+    return out
 
 
 def _end_marks(turn: Turn, fitted: FittedTail) -> RegionMarks:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 __all__ = [
     "CACHE_KEYS",
+    "AgentReport",
     "CompileMetrics",
     "CompileReport",
     "MetadataView",
@@ -102,6 +103,14 @@ class MetadataView:
     def cache_breakpoints(self) -> Any:
         return self.metadata.get("cache_breakpoints")
 
+    @property
+    def reserve_output_tokens(self) -> Any:
+        return self.metadata.get("reserve_output_tokens")
+
+    @property
+    def tools_tokens(self) -> Any:
+        return self.metadata.get("tools_tokens")
+
 
 @dataclass(frozen=True, slots=True)
 class CompileMetrics:
@@ -117,6 +126,55 @@ class CompileMetrics:
     cacheable_prefix_tokens: int
     dynamic_tail_tokens: int
     budget_exceeded: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReport:
+    """Tokens of an agent request's other inputs: tools, images, and the output reserve.
+
+    Only the parts a compile had are rendered: tool keys with tools, image keys with images
+    in the prompt, reserve keys when a reserve applies (a known window or an explicit one).
+    """
+
+    tools: int = 0
+    tools_tokens: int = 0
+    tools_changed: bool = False
+    images: int = 0
+    image_tokens: int = 0
+    images_unsized: int = 0
+    reserve_output_tokens: int | None = None
+    context_window: int | None = None
+
+    def metadata(self) -> dict[str, Any]:
+        md: dict[str, Any] = {}
+        if self.tools:
+            md["tools"] = self.tools
+            md["tools_tokens"] = self.tools_tokens
+            md["tools_changed"] = self.tools_changed
+        if self.images:
+            md["images"] = self.images
+            md["image_tokens"] = self.image_tokens
+            md["images_unsized"] = self.images_unsized
+        if self.reserve_output_tokens is not None:
+            md["reserve_output_tokens"] = self.reserve_output_tokens
+            md["context_window"] = self.context_window
+        return md
+
+    @classmethod
+    def from_metadata(cls, md: Mapping[str, Any]) -> AgentReport | None:
+        if not any(k in md for k in ("tools", "images", "reserve_output_tokens")):
+            return None
+        reserve, window = md.get("reserve_output_tokens"), md.get("context_window")
+        return cls(
+            tools=int(md.get("tools", 0)),
+            tools_tokens=int(md.get("tools_tokens", 0)),
+            tools_changed=bool(md.get("tools_changed", False)),
+            images=int(md.get("images", 0)),
+            image_tokens=int(md.get("image_tokens", 0)),
+            images_unsized=int(md.get("images_unsized", 0)),
+            reserve_output_tokens=None if reserve is None else int(reserve),
+            context_window=None if window is None else int(window),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +205,11 @@ class CompileReport:
     semantic_ranking: bool = False
     semantic_ranking_error: str | None = None
     cache: dict[str, Any] = field(default_factory=dict)
+    #: State values read from the store that failed their checks and were rebuilt.
+    state_discarded: tuple[str, ...] = ()
+    #: The state store was unreachable; this compile used in-process state.
+    state_store_fallback: bool = False
+    agent: AgentReport | None = None
 
     def metadata(self) -> dict[str, Any]:
         """The public ``metadata`` dict, keys in their documented order."""
@@ -190,8 +253,14 @@ class CompileReport:
             md["semantic_ranking_error"] = self.semantic_ranking_error
         elif self.semantic_ranking:
             md["semantic_ranking"] = True
+        if self.state_discarded:
+            md["state_discarded"] = list(self.state_discarded)
+        if self.state_store_fallback:
+            md["state_store_fallback"] = True
         if self.placement == "end":
             md.update(self.cache)
+        if self.agent is not None:
+            md.update(self.agent.metadata())
         return md
 
     @classmethod
@@ -229,6 +298,9 @@ class CompileReport:
             semantic_ranking=bool(md.get("semantic_ranking", False)),
             semantic_ranking_error=md.get("semantic_ranking_error"),
             cache={k: md[k] for k in CACHE_KEYS if k in md},
+            state_discarded=tuple(str(v) for v in md.get("state_discarded") or ()),
+            state_store_fallback=bool(md.get("state_store_fallback", False)),
+            agent=AgentReport.from_metadata(md),
         )
 
     @property

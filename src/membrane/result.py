@@ -19,6 +19,8 @@ class CompileResult:
     ``messages`` are ready for an OpenAI-style API; ``ref_map`` maps every ``[Mem:N]`` in them
     to the caller's record id and ``ref_map_type`` to the record's kind. ``regions`` says where
     each region of the prompt sits in ``messages`` (recorded as the layout wrote them).
+    ``tools`` are the tool definitions counted with the prompt; the request builders send
+    them in each provider's shape.
     """
 
     messages: list[Message]
@@ -27,6 +29,8 @@ class CompileResult:
     metadata: dict[str, Any]
     debug_trace: dict[str, Any] | None = None
     region_marks: RegionMarks | None = field(default=None, compare=False, repr=False)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """The tool definitions compiled with the prompt, in OpenAI function shape."""
 
     @functools.cached_property
     def regions(self) -> tuple[Region, ...]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from membrane import config
@@ -17,6 +17,7 @@ from membrane.capabilities import ModelCapabilities
 from membrane.errors import InvalidInputError
 from membrane.messages import Message
 from membrane.records import MEMORY_KINDS, MemoryItem, memory_tier, text_caps
+from membrane.stages.agent import AgentInputs
 from membrane.stages.firewall import Offer
 from membrane.stages.layout import ContextLayoutEngine, render_memories
 from membrane.stages.preflight import SyncCompressor, check_compressed
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Turn",
+    "check_compressor",
     "check_extras",
     "check_fraction",
     "check_non_negative_int",
@@ -62,6 +64,8 @@ class Turn:
     use_caching: bool
     debug: bool
     capabilities: ModelCapabilities | None
+    agent: AgentInputs = field(default_factory=AgentInputs)
+    tools_changed: bool = False
 
     @property
     def count(self) -> Callable[[str], int]:
@@ -77,6 +81,7 @@ class Turn:
             counter=self.counter,
             budget_counted=self.budget_counted,
             offer_texts=self.offer.texts(),
+            image_tokens=self.agent.images.tokens,
         )
 
     def tail_input(self, semantic: SemanticCall | None) -> TailInput:
@@ -184,6 +189,11 @@ def _check_record(i: int, memory: object) -> None:
 
 
 # ---------------------------------------------------------------------- argument checks
+
+
+def check_compressor(compressor: object) -> None:
+    if compressor is not None and not callable(compressor):
+        raise TypeError("compress_sync must be a function (raw_middle, target_tokens, question)")
 
 
 def check_positive_int(name: str, value: object) -> None:

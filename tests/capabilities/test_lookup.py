@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from membrane.capabilities import (
     CachePricing,
-    ModelCapabilities,
     get_cache_pricing,
     get_context_cap_for_model,
     get_model_capabilities,
@@ -296,8 +295,39 @@ def test_decorated_ids_resolve_to_their_key(
     )
 )
 def test_one_lookup_gives_what_the_three_lookups_give(model_id: str) -> None:
-    assert get_model_capabilities(model_id) == ModelCapabilities(
+    found = get_model_capabilities(model_id)
+    assert (found.context_cap, found.prompt_caching, found.cache_pricing) == (
         get_context_cap_for_model(model_id),
         has_prompt_caching(model_id),
         get_cache_pricing(model_id),
     )
+
+
+@pytest.mark.parametrize(
+    ("model_id", "provider", "max_output"),
+    [
+        ("gpt-4o-2024-08-06", "openai", 16_384),
+        ("anthropic/claude-sonnet-4.5", "anthropic", 64_000),
+        ("claude-opus-5-5", "anthropic", None),
+        ("anthropic.claude-unlisted-v1:0", "anthropic", None),
+        ("gemini-2.5-flash", "google", None),
+        ("llama3.1:8b", None, None),
+        ("", None, None),
+    ],
+)
+def test_provider_and_maximum_output(
+    model_id: str, provider: str | None, max_output: int | None
+) -> None:
+    found = get_model_capabilities(model_id)
+    assert (found.provider, found.max_output_tokens) == (provider, max_output)
+
+
+def test_max_output_tokens_must_be_positive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = dict(BUNDLED, max_output_tokens={"openai/gpt-4o": 0})
+    path = tmp_path / "map.json"
+    path.write_text(json.dumps(bad))
+    monkeypatch.setenv("LLM_CAPABILITY_MAP_PATH", str(path))
+    with pytest.raises(InvalidInputError, match=r"max_output_tokens\['openai/gpt-4o'\]"):
+        get_model_capabilities("gpt-4o")

@@ -398,7 +398,7 @@ def _redis_case() -> Observation:
 
     with _redis_server() as url:
         client = redis.Redis.from_url(url)
-        store = RedisStateStore(client, ttl_seconds=600)
+        store = RedisStateStore(url=url, ttl_seconds=600, deadline_seconds=5.0)
         scenario = build_scenario(HARD_SCENARIOS["long_chat"], 2)
         log = run_conversation(scenario, store=store, requests_every=40)
         keys = sorted(k.decode() for k in client.keys("*"))

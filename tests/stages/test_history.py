@@ -109,7 +109,7 @@ def test_tool_results_get_index_lines_and_call_stubs_do_not() -> None:
     tracker = HistoryTracker(200, 100, count_tokens, OVERHEAD, 40)
     tracker.update(history, "h")
     texts = [line.text for line in tracker.lines]
-    assert any(t.startswith("- tool result (get_order): ") and "ZETA-9" in t for t in texts)
+    assert any(t.startswith('- tool result (get_order): "') and "ZETA-9" in t for t in texts)
     assert not any("get_order({})" in t for t in texts)
     assert tracker.bounds[1] == (1, 3)  # the call and its result form one unit
 
@@ -124,7 +124,7 @@ def test_long_message_keeps_one_keyframe_per_400_tokens() -> None:
     ]
     tracker = HistoryTracker(400, 200, count_tokens, OVERHEAD, 40)
     tracker.update(history, "h")
-    line = next(t.text for t in tracker.lines if t.text.startswith("- user: Section"))
+    line = next(t.text for t in tracker.lines if t.text.startswith('- user: "Section'))
     expected_frames = -(-count_tokens(long_text) // 400)
     assert line.count(" … ") == expected_frames - 1
 

@@ -65,9 +65,10 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 def redis_client(redis_url: str) -> Iterator[Any]:
-    import redis
+    """A client the store's deadline rules accept (5 s: a loaded test machine is slow)."""
+    from membrane.state.redis import bounded_client
 
-    client = redis.Redis.from_url(redis_url)
+    client = bounded_client(redis_url, deadline_seconds=5.0)
     client.flushdb()
     yield client
     client.close()

@@ -17,7 +17,7 @@ from membrane.state.redis import (
 
 
 def test_round_trip_and_prefix(redis_client: Any) -> None:
-    store = RedisStateStore(redis_client, prefix="t:")
+    store = RedisStateStore(redis_client, prefix="t:", deadline_seconds=5.0)
     assert store.get("k") is None
     store.put("k", {"room": 120, "share": 900, "events": 3})
     assert store.get("k") == {"room": 120, "share": 900, "events": 3}
@@ -31,9 +31,7 @@ def test_url_and_ttl(redis_url: str, redis_client: Any) -> None:
 
 
 def test_unreachable_server_raises_store_unavailable() -> None:
-    import redis
-
-    store = RedisStateStore(redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2))
+    store = RedisStateStore(url="redis://127.0.0.1:1/0", outage_policy="raise")
     with pytest.raises(StoreUnavailable) as info:
         store.get("k")
     assert info.value.store == "redis"
@@ -60,15 +58,13 @@ def _conversation(turns: int) -> list[list[dict[str, Any]]]:
 def test_workers_sharing_redis_emit_what_one_worker_would(
     redis_url: str, redis_client: Any
 ) -> None:
-    import redis
-
     alone = ContextCompiler(1200, model_id="openai/gpt-4o", core_content="Office assistant.")
     workers = [
         ContextCompiler(
             1200,
             model_id="openai/gpt-4o",
             core_content="Office assistant.",
-            state_store=RedisStateStore(redis.Redis.from_url(redis_url)),
+            state_store=RedisStateStore(url=redis_url, deadline_seconds=5.0),
         )
         for _ in range(3)
     ]
@@ -93,10 +89,8 @@ def test_workers_sharing_redis_emit_what_one_worker_would(
 
 def test_ref_map_persistence(redis_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMBRANE_REF_MAP_PREFIX", "rm:")
-    set_ref_map_for_conversation("conv-1", {1: "doc-381", 3: "doc-112"}, client=redis_client)
-    assert get_ref_map_for_conversation("conv-1", client=redis_client) == {
-        1: "doc-381",
-        3: "doc-112",
-    }
-    assert get_ref_map_for_conversation("other", client=redis_client) == {}
+    bound = {"client": redis_client, "deadline_seconds": 5.0}
+    set_ref_map_for_conversation("conv-1", {1: "doc-381", 3: "doc-112"}, **bound)
+    assert get_ref_map_for_conversation("conv-1", **bound) == {1: "doc-381", 3: "doc-112"}
+    assert get_ref_map_for_conversation("other", **bound) == {}
     assert 0 < redis_client.ttl("rm:conv-1") <= 600

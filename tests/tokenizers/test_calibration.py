@@ -59,8 +59,9 @@ def test_nonsense_observations_are_ignored(counted: int, provider: int) -> None:
 
 
 def test_first_ratios_are_clamped_to_a_sane_range() -> None:
-    assert ScaleCalibration(scale=1.0).observe(100, 100_000).scale == 4.0
-    assert ScaleCalibration(scale=1.0).observe(100, 1).scale == 0.25
+    # The range a stored scale must fall in to be trusted (issue 11): [0.5, 3.0].
+    assert ScaleCalibration(scale=1.0).observe(100, 100_000).scale == 3.0
+    assert ScaleCalibration(scale=1.0).observe(100, 1).scale == 0.5
 
 
 def test_an_outlier_after_a_steady_history_moves_the_scale_one_step_at_most() -> None:
@@ -82,7 +83,9 @@ def test_dict_round_trip() -> None:
         "mean": state.mean,
         "variance": state.variance,
     }
-    assert ScaleCalibration.from_dict({"scale": "1.51"}) == ScaleCalibration(scale=1.51)
+    assert ScaleCalibration.from_dict({"scale": 1.51}) == ScaleCalibration(scale=1.51)
+    with pytest.raises(ValueError, match="scale must be a finite number"):
+        ScaleCalibration.from_dict({"scale": "1.51"})  # stored values are checked, not coerced
 
 
 @given(

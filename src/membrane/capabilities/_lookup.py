@@ -42,6 +42,14 @@ _cache: dict[tuple[str, int, int], ParsedMap] = {}
 _warned: set[str] = set()
 _MAX_WARNED = 10_000
 _MAX_RESOLVED = 10_000
+_PROVIDERS = ("openai", "anthropic", "google")
+# How a model id names its provider when the map has no entry for it (Bedrock and Vertex ids
+# included: anthropic.claude-..., publishers/google/models/gemini-...).
+_PROVIDER_MARKS = (
+    ("anthropic", ("claude",)),
+    ("google", ("gemini",)),
+    ("openai", ("gpt-", "gpt4", "o1", "o3", "o4")),
+)
 
 
 def _current() -> ParsedMap:
@@ -192,6 +200,8 @@ class ModelCapabilities:
     context_cap: int | None
     prompt_caching: bool
     cache_pricing: CachePricing | None
+    max_output_tokens: int | None = None
+    provider: str | None = None
 
 
 def get_model_capabilities(model_id: str | None) -> ModelCapabilities:
@@ -203,8 +213,26 @@ def get_model_capabilities(model_id: str | None) -> ModelCapabilities:
     """
     parsed, match = _lookup(model_id)
     return ModelCapabilities(
-        _context_cap(parsed, match), _caching(parsed, match), _pricing(parsed, match)
+        _context_cap(parsed, match),
+        _caching(parsed, match),
+        _pricing(parsed, match),
+        None if match is None else parsed.max_outputs.get(match.key),
+        _provider(match.key if match is not None else model_id),
     )
+
+
+def _provider(name: str | None) -> str | None:
+    """``openai``, ``anthropic`` or ``google`` for a map key or a model id, else None."""
+    if not name:
+        return None
+    lowered = name.lower()
+    prefix = lowered.split("/", 1)[0] if "/" in lowered else ""
+    if prefix in _PROVIDERS:
+        return prefix
+    for provider, marks in _PROVIDER_MARKS:
+        if any(mark in lowered for mark in marks):
+            return provider
+    return None
 
 
 def get_context_cap_for_model(model_id: str | None) -> int | None:

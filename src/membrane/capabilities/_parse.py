@@ -74,6 +74,7 @@ class ParsedMap:
     caching: dict[str, bool]
     caps: dict[str, int | None]
     scales: dict[str, float]
+    max_outputs: dict[str, int]
     long_context_cap: int | None
     long_context_from: dict[str, tuple[int, int]]
     scale_from: tuple[tuple[tuple[int, int], float], ...]
@@ -122,6 +123,7 @@ def parse_map(raw: object, where: str) -> ParsedMap:
         key: _parse_pricing(key, entry, where) for key, entry in sections["cache_pricing"].items()
     }
     scales = _parse_scales(sections["token_scale"], where)
+    max_outputs = _parse_max_outputs(sections["max_output_tokens"], where)
     long_cap, long_from, scale_from = _parse_claude_rules(raw.get("claude_families", {}), where)
     known = frozenset(caching) | frozenset(caps)
     by_bare: dict[str, str] = {}
@@ -140,6 +142,7 @@ def parse_map(raw: object, where: str) -> ParsedMap:
         caching=caching,
         caps=caps,
         scales=scales,
+        max_outputs=max_outputs,
         long_context_cap=long_cap,
         long_context_from=long_from,
         scale_from=scale_from,
@@ -157,7 +160,8 @@ def _sections(raw: object, where: str) -> dict[str, dict[str, Any]]:
             "'capabilities' and 'context_caps' ('cache_pricing' and 'token_scale' are optional)",
         )
     sections: dict[str, dict[str, Any]] = {}
-    for name in ("capabilities", "context_caps", "cache_pricing", "token_scale"):
+    optional = ("cache_pricing", "token_scale", "max_output_tokens")
+    for name in ("capabilities", "context_caps", *optional):
         section = raw.get(name, {})
         if not isinstance(section, dict):
             raise map_error(where, f"section {name!r} must be an object keyed by model id")
@@ -211,6 +215,15 @@ def _parse_scales(section: dict[str, Any], where: str) -> dict[str, float]:
             raise map_error(where, f"token_scale[{key!r}] must be a number > 0")
         scales[key] = float(scale)
     return scales
+
+
+def _parse_max_outputs(section: dict[str, Any], where: str) -> dict[str, int]:
+    outputs: dict[str, int] = {}
+    for key, tokens in section.items():
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens <= 0:
+            raise map_error(where, f"max_output_tokens[{key!r}] must be a positive integer")
+        outputs[key] = tokens
+    return outputs
 
 
 def _parse_claude_rules(

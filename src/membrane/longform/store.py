@@ -23,6 +23,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from membrane.errors import InvalidInputError, StoreUnavailable
+from membrane.longform._checks import (
+    check_chapter,
+    check_chapter_or_zero,
+    check_finite,
+    check_limit,
+    check_path,
+    check_text,
+    stored_text,
+)
 from membrane.longform._matrix import Document, VectorCache, VectorSet, new_owner
 from membrane.longform.budget import (
     DEFAULT_MEMORY_BUDGET,
@@ -208,10 +217,53 @@ class MemoryBlock:
         return "\n".join(parts)
 
 
-def _check_chapter(value: object, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{field} must be an int >= 1, got {value!r}", field=field)
-    return value
+def _chapter(row: Sequence[Any]) -> ChapterSummary:
+    """A chapters row as read back (text columns decoded even if stored as BLOBs)."""
+    number, summary, title, embedding = row
+    return ChapterSummary(number, stored_text(summary), stored_text(title), embedding)
+
+
+def _entity(row: Sequence[Any]) -> Entity:
+    name, description, *numbers = row
+    return Entity(stored_text(name), stored_text(description), *numbers)
+
+
+def _thread(row: Sequence[Any]) -> StoredThread:
+    number, summary, status, opened, deadline, activated, kind, resolved, note = row
+    return StoredThread(
+        str(number),
+        stored_text(summary),
+        stored_text(status),
+        opened,
+        deadline,
+        activated,
+        kind,
+        resolved,
+        stored_text(note),
+    )
+
+
+def _chapter_row(chapter: ChapterSummary, prefix: str) -> tuple[int, str, str, str | None]:
+    """(number, title, summary, embedding) of ``chapter``, every field checked."""
+    return (
+        check_chapter(chapter.number, f"{prefix}number"),
+        check_text(chapter.title, f"{prefix}title"),
+        check_text(chapter.summary, f"{prefix}summary"),
+        _encoded(chapter.embedding, f"{prefix}embedding"),
+    )
+
+
+def _entity_row(entity: Entity, prefix: str) -> tuple[str, str, float, int, int]:
+    name = check_text(entity.name, f"{prefix}name")
+    if not name:
+        raise InvalidInputError("an entity needs a non-empty name", field=f"{prefix}name")
+    return (
+        name,
+        check_text(entity.description, f"{prefix}description"),
+        check_finite(entity.importance, f"{prefix}importance"),
+        check_chapter_or_zero(entity.last_seen_chapter, f"{prefix}last_seen_chapter"),
+        check_chapter_or_zero(entity.first_seen_chapter, f"{prefix}first_seen_chapter"),
+    )
 
 
 def _encoded(embedding: Sequence[float] | str | None, field: str) -> str | None:
@@ -250,8 +302,13 @@ def _coarse_to_fine(count: int) -> list[int]:
 class LongformStore:
     """One document's memory in a SQLite file.
 
-    Open one store per thread or process that uses it; a store may also be shared by threads
-    (calls are serialised). ``path=":memory:"`` gives a private in-memory database.
+    Threads: one store may be shared by any number of threads. Every call takes the store's
+    lock and runs as one transaction, so calls are serialised and none sees part of another's
+    write. For reads that run in parallel, open one store per thread or process on the same
+    file (WAL mode). Do not carry a store across ``fork()``; open a new one in the child.
+    ``path=":memory:"`` gives a private in-memory database. An existing file of 0 bytes is
+    refused (:class:`~membrane.errors.StoreUnavailable`): it is a store that lost its contents
+    or a placeholder, and SQLite would silently start an empty store in it.
 
     With NumPy installed, :meth:`search` (and the retrieval of :meth:`memory_block`) keeps the
     decoded embeddings in ``vector_cache`` (a private :class:`VectorCache` by default), updates
@@ -271,11 +328,14 @@ class LongformStore:
         timeout: float = 10.0,
         vector_cache: VectorCache | None = None,
     ) -> None:
+        self._path = check_path(path)
+        if check_finite(timeout, "timeout") < 0:
+            raise InvalidInputError(f"timeout must be >= 0, got {timeout!r}", field="timeout")
         self._vectors = VectorCache() if vector_cache is None else vector_cache
         self._owner = new_owner()
-        self._path = os.fspath(path)
         self._name = f"sqlite:{self._path}"
         self._lock = threading.RLock()
+        _refuse_an_emptied_file(self._path, self._name)
         try:
             self._db = sqlite3.connect(
                 self._path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -391,9 +451,9 @@ class LongformStore:
         embedding: Sequence[float] | str | None = None,
     ) -> None:
         """Insert or replace one chapter's summary (and its embedding, encoded if needed)."""
-        self.put_chapters(
-            [ChapterSummary(number, summary, title, _encoded(embedding, "embedding"))]
-        )
+        chapter = ChapterSummary(number, summary, title, _encoded(embedding, "embedding"))
+        _chapter_row(chapter, "")  # checked here, so errors name the arguments of this call
+        self.put_chapters([chapter])
 
     def put_chapters(self, chapters: Iterable[ChapterSummary]) -> int:
         """Insert or replace many summaries in one transaction; returns how many were written.
@@ -412,14 +472,9 @@ class LongformStore:
                         f"{type(chapter).__name__}",
                         field=f"chapters[{position}]",
                     )
-                _check_chapter(chapter.number, f"chapters[{position}].number")
-                if not isinstance(chapter.summary, str):
-                    raise InvalidInputError(
-                        "a chapter summary must be a string", field=f"chapters[{position}].summary"
-                    )
-                embedding = _encoded(chapter.embedding, f"chapters[{position}].embedding")
-                written.append((chapter.number, embedding))
-                yield chapter.number, chapter.title, chapter.summary, embedding
+                row = _chapter_row(chapter, f"chapters[{position}].")
+                written.append((row[0], row[3]))
+                yield row
 
         with self._lock:
             with self._write("write chapters") as db:
@@ -541,7 +596,9 @@ class LongformStore:
         _check_search_args(k, min_score, relative_floor)
         if isinstance(query, (str, bytes)):
             raise TypeError("search expects the query as a sequence of numbers")
-        excluded = sorted({_check_chapter(number, "exclude") for number in exclude})
+        excluded = sorted({check_chapter(number, "exclude") for number in exclude})
+        if before_chapter is not None:
+            check_chapter(before_chapter, "before_chapter")
         with self._read("search chapters") as db:
             hits = self._search_in(
                 db, query, k, min_score, relative_floor, before_chapter, excluded, use_numpy
@@ -604,7 +661,7 @@ class LongformStore:
 
     def get_chapters(self, numbers: Iterable[int]) -> list[ChapterSummary]:
         """The stored summaries among ``numbers``, in ascending chapter order."""
-        wanted = sorted({_check_chapter(number, "number") for number in numbers})
+        wanted = sorted({check_chapter(number, "number") for number in numbers})
         with self._read("read chapters") as db:
             return self._chapters_in(db, wanted)
 
@@ -616,7 +673,7 @@ class LongformStore:
             batch = numbers[start : start + 500]
             marks = ",".join("?" * len(batch))
             found.extend(
-                ChapterSummary(*row)
+                _chapter(row)
                 for row in db.execute(
                     "SELECT number, summary, title, embedding FROM chapters "
                     f"WHERE number IN ({marks}) ORDER BY number",
@@ -632,7 +689,7 @@ class LongformStore:
                 "SELECT number, summary, title, embedding FROM chapters ORDER BY number"
             ).fetchall()
         for row in rows:
-            yield ChapterSummary(*row)
+            yield _chapter(row)
 
     def chapter_count(self) -> int:
         """How many chapters have a summary."""
@@ -656,27 +713,21 @@ class LongformStore:
         first_seen_chapter: int = 0,
     ) -> None:
         """Insert or replace one entity."""
-        self.put_entities(
-            [Entity(name, description, importance, last_seen_chapter, first_seen_chapter)]
-        )
+        entity = Entity(name, description, importance, last_seen_chapter, first_seen_chapter)
+        _entity_row(entity, "")
+        self.put_entities([entity])
 
     def put_entities(self, entities: Iterable[Entity]) -> int:
         """Insert or replace many entities in one transaction; returns how many were written."""
 
         def rows() -> Iterator[tuple[str, str, float, int, int]]:
             for position, entity in enumerate(entities):
-                if not isinstance(entity, Entity) or not entity.name:
+                if not isinstance(entity, Entity):
                     raise InvalidInputError(
-                        f"entities[{position}] must be an Entity with a non-empty name",
+                        f"entities[{position}] must be an Entity, got {type(entity).__name__}",
                         field=f"entities[{position}]",
                     )
-                yield (
-                    entity.name,
-                    entity.description,
-                    float(entity.importance),
-                    int(entity.last_seen_chapter),
-                    int(entity.first_seen_chapter),
-                )
+                yield _entity_row(entity, f"entities[{position}].")
 
         with self._write("write entities") as db:
             cursor = db.executemany(
@@ -696,6 +747,9 @@ class LongformStore:
 
         ``before_chapter`` keeps only those first seen before that chapter (or never dated).
         """
+        limit = check_limit(limit, "limit")
+        if before_chapter is not None:
+            check_chapter(before_chapter, "before_chapter")
         with self._read("read entities") as db:
             return self._entities(db, limit, before_chapter)
 
@@ -704,7 +758,7 @@ class LongformStore:
         db: sqlite3.Connection, limit: int | None, before_chapter: int | None
     ) -> list[Entity]:
         return [
-            Entity(*row)
+            _entity(row)
             for row in db.execute(
                 "SELECT name, description, importance, last_seen_chapter, first_seen_chapter "
                 "FROM entities WHERE first_seen_chapter < ? "
@@ -722,7 +776,7 @@ class LongformStore:
         """Stored threads in id order; ``unresolved_only`` keeps those still owed a payoff."""
         with self._read("read threads") as db:
             rows = [
-                StoredThread(str(row[0]), *row[1:])
+                _thread(row)
                 for row in db.execute(
                     "SELECT id, summary, status, opened_at_chapter, deadline_chapter, "
                     "last_activated_chapter, thread_type, resolved_at_chapter, resolution_note "
@@ -737,7 +791,7 @@ class LongformStore:
 
     def apply_thread_plan(self, plan: ThreadPlan, chapter_number: int) -> list[str]:
         """Apply a :func:`plan_thread_ops` result in one transaction; returns the new ids."""
-        _check_chapter(chapter_number, "chapter_number")
+        check_chapter(chapter_number, "chapter_number")
         created: list[str] = []
         with self._write("apply thread plan") as db:
             for op in plan.ops:
@@ -819,7 +873,10 @@ class LongformStore:
         draws on nothing from ``chapter`` onwards. Headings are reserved out of ``total``, so
         the rendered text stays within it under the default estimate.
         """
-        _check_chapter(chapter, "chapter")
+        check_chapter(chapter, "chapter")
+        check_limit(entity_limit, "entity_limit")
+        if isinstance(total, bool) or not isinstance(total, int) or total < 1:
+            raise InvalidInputError(f"total must be an int >= 1, got {total!r}", field="total")
         if isinstance(recent_chapters, bool) or not isinstance(recent_chapters, int):
             raise InvalidInputError("recent_chapters must be an int", field="recent_chapters")
         if recent_chapters < 0:
@@ -888,13 +945,35 @@ class LongformStore:
     @staticmethod
     def _chapter_range(db: sqlite3.Connection, first: int, last: int) -> list[ChapterSummary]:
         return [
-            ChapterSummary(*row)
+            _chapter(row)
             for row in db.execute(
                 "SELECT number, summary, title, embedding FROM chapters "
                 "WHERE number BETWEEN ? AND ? ORDER BY number",
                 (first, last),
             )
         ]
+
+
+def _refuse_an_emptied_file(path: str, store: str) -> None:
+    """Raise when ``path`` exists but is empty: SQLite would silently start a new store in it.
+
+    A store file always holds at least its header page, so an empty one is a store that lost
+    its contents (truncated by a crash, a full disk, a bad copy) or a placeholder someone made;
+    either way starting afresh there would hide the loss.
+    """
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    try:
+        empty = os.path.getsize(path) == 0
+    except OSError:  # absent: a new store is created
+        return
+    if empty:
+        raise StoreUnavailable(
+            f"{path} exists but is empty (0 bytes): a longform store that lost its contents, "
+            "or a placeholder file. Restore it from a backup, or delete it (or pass a new "
+            "path) to start a new store",
+            store=store,
+        )
 
 
 def _by_chapter(fitted: Fitted[Any]) -> Fitted[Any]:

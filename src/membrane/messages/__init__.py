@@ -11,6 +11,7 @@ typed parts for the request builders. Tool pairing is checked in one place
 
 from __future__ import annotations
 
+from membrane.messages._images import ImageCost, ImageTally, image_size, image_tokens
 from membrane.messages._pairing import (
     HistoryUnit,
     group_units,
@@ -38,11 +39,20 @@ from membrane.messages._text import (
     speaker_label,
     tool_call_labels,
 )
+from membrane.messages._tools import (
+    ToolSpec,
+    normalize_tools,
+    tools_fingerprint,
+    tools_overhead,
+    tools_text,
+)
 
 __all__ = [
     "IMAGE_PART_TEXT",
     "HistoryUnit",
     "Image",
+    "ImageCost",
+    "ImageTally",
     "Message",
     "NormalMessage",
     "Opaque",
@@ -50,15 +60,22 @@ __all__ = [
     "Text",
     "ToolCall",
     "ToolResult",
+    "ToolSpec",
     "group_units",
     "history_text",
+    "image_size",
+    "image_tokens",
     "is_call_stub",
     "message_key",
     "message_role",
     "message_text",
     "normalize_messages",
+    "normalize_tools",
     "speaker_label",
     "tool_call_ids",
     "tool_call_labels",
+    "tools_fingerprint",
+    "tools_overhead",
+    "tools_text",
     "validate_messages",
 ]

@@ -7,6 +7,7 @@ from typing import Any
 
 from membrane.errors import InvalidInputError
 from membrane.messages import Image, Part, Text, ToolCall, ToolResult
+from membrane.providers._agent import anthropic_tools, read_tools, reserve_of, tools_reach_cache
 from membrane.providers._convert import (
     CompiledPrompt,
     cache_anchors,
@@ -91,7 +92,11 @@ def _block(part: Part, where: str) -> dict[str, Any]:
 
 
 def anthropic_request(
-    result: CompiledPrompt, ttl: str = "5m", *, max_breakpoints: int = MAX_CACHE_BREAKPOINTS
+    result: CompiledPrompt,
+    ttl: str = "5m",
+    *,
+    max_breakpoints: int = MAX_CACHE_BREAKPOINTS,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
     """The ``system`` and ``messages`` of an Anthropic Messages API request for a compile result.
 
@@ -100,7 +105,11 @@ def anthropic_request(
     pass through (their own ``cache_control`` is removed). ``cache_control`` goes on the last
     block of each cached prefix listed in ``metadata["cache_breakpoints"]`` that reaches the
     model's minimum cacheable size, at most ``max_breakpoints`` of them (lower it to keep room
-    for markers you place on tools). Needs end placement; ``ttl`` is ``"5m"`` or ``"1h"``.
+    for markers you place yourself). Needs end placement; ``ttl`` is ``"5m"`` or ``"1h"``.
+
+    The result's ``tools`` lead the request (Anthropic caches tools, then system, then
+    messages); when they alone reach the model's minimum, the last tool carries a marker too,
+    one of the ``max_breakpoints``. ``max_tokens`` defaults to the result's output reserve.
     """
     marker = _cache_control(ttl)
     require_end_placement(result, "anthropic_request")
@@ -114,7 +123,10 @@ def anthropic_request(
         messages, provider="Anthropic", system_block=_block, block=_block
     )
     model_id = MetadataView(result.metadata).model_id
-    for anchor in cache_anchors(breakpoints, messages, result.metadata, model_id, max_breakpoints):
+    specs = read_tools(result)
+    mark_tools = bool(specs) and max_breakpoints > 0 and tools_reach_cache(result, model_id)
+    limit = max_breakpoints - 1 if mark_tools else max_breakpoints
+    for anchor in cache_anchors(breakpoints, messages, result.metadata, model_id, limit):
         loc = ends.get(anchor)
         if loc is None:
             continue
@@ -125,7 +137,12 @@ def anthropic_request(
         block["cache_control"] = copy.deepcopy(marker)
 
     request: dict[str, Any] = {}
+    if specs:
+        request["tools"] = anthropic_tools(specs, marker if mark_tools else None)
     if system:
         request["system"] = system
     request["messages"] = out
+    cap = max_tokens if max_tokens is not None else reserve_of(result)
+    if cap is not None:
+        request["max_tokens"] = cap
     return request

@@ -9,6 +9,7 @@ from typing import Any
 
 from membrane.errors import InvalidInputError
 from membrane.messages import Image, Part, Text, ToolCall, ToolResult
+from membrane.providers._agent import bedrock_tools, read_tools, reserve_of, tools_reach_cache
 from membrane.providers._convert import (
     CompiledPrompt,
     Location,
@@ -73,7 +74,12 @@ def _check_tool(call_id: str, name: str | None, where: str) -> None:
             f"(got {call_id!r})",
             field=where,
         )
-    if name is not None and not _TOOL_NAME.fullmatch(name):
+    if name is not None:
+        _check_tool_name(name, where)
+
+
+def _check_tool_name(name: str, where: str) -> None:
+    if not _TOOL_NAME.fullmatch(name):
         raise InvalidInputError(
             f"{where}: Bedrock tool names are 1-64 letters, digits, '_' or '-' (got {name!r})",
             field=where,
@@ -127,6 +133,7 @@ def bedrock_converse_request(
     model_id: str | None = None,
     ttl: str = "5m",
     max_cache_points: int = MAX_CACHE_POINTS,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for Bedrock Runtime ``converse``: ``system`` and ``messages``.
 
@@ -137,6 +144,10 @@ def bedrock_converse_request(
     http URLs. A ``cachePoint`` block follows the last block of each cached prefix in
     ``metadata["cache_breakpoints"]`` that reaches the model's minimum, at most
     ``max_cache_points`` of them. Needs end placement; ``ttl`` is ``"5m"`` or ``"1h"``.
+
+    The result's ``tools`` go in ``toolConfig``, followed by a ``cachePoint`` (one of the
+    ``max_cache_points``) when they alone reach the model's minimum. ``inferenceConfig``'s
+    ``maxTokens`` is ``max_tokens``, by default the result's output reserve.
     """
     if ttl not in ("5m", "1h"):
         raise InvalidInputError(f"ttl must be '5m' or '1h', got {ttl!r}", field="ttl")
@@ -154,7 +165,12 @@ def bedrock_converse_request(
         block=_block,
     )
     lookup_id = model_id if model_id is not None else MetadataView(result.metadata).model_id
-    anchors = cache_anchors(breakpoints, messages, result.metadata, lookup_id, max_cache_points)
+    specs = read_tools(result)
+    for i, spec in enumerate(specs):
+        _check_tool_name(spec.name, f"result.tools[{i}]")
+    mark_tools = bool(specs) and max_cache_points > 0 and tools_reach_cache(result, lookup_id)
+    limit = max_cache_points - 1 if mark_tools else max_cache_points
+    anchors = cache_anchors(breakpoints, messages, result.metadata, lookup_id, limit)
     _insert_cache_points(system, out, [ends.get(a) for a in anchors], ttl)
 
     request: dict[str, Any] = {}
@@ -163,4 +179,10 @@ def bedrock_converse_request(
     if system:
         request["system"] = system
     request["messages"] = out
+    if specs:
+        point = {"type": "default", **({"ttl": "1h"} if ttl == "1h" else {})}
+        request["toolConfig"] = bedrock_tools(specs, point if mark_tools else None)
+    cap = max_tokens if max_tokens is not None else reserve_of(result)
+    if cap is not None:
+        request["inferenceConfig"] = {"maxTokens": cap}
     return request

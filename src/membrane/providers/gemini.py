@@ -8,6 +8,7 @@ from typing import Any
 
 from membrane.errors import InvalidInputError
 from membrane.messages import Image, Part, Text, ToolCall, ToolResult
+from membrane.providers._agent import gemini_tools, read_tools, reserve_of
 from membrane.providers._convert import (
     CompiledPrompt,
     parse_data_url,
@@ -74,7 +75,10 @@ def _part(part: Part, where: str) -> dict[str, Any]:
 
 
 def gemini_request(
-    result: CompiledPrompt, *, thought_signature_fallback: str | None = None
+    result: CompiledPrompt,
+    *,
+    thought_signature_fallback: str | None = None,
+    max_output_tokens: int | None = None,
 ) -> dict[str, Any]:
     """A Gemini ``generateContent`` body: ``system_instruction`` and ``contents``.
 
@@ -84,7 +88,9 @@ def gemini_request(
     function calls without a thought signature: a tool call dict may carry its own
     ``thought_signature``, and ``thought_signature_fallback`` is put on the first call of each
     model turn that has none (Google documents a placeholder value for history that did not
-    come from Gemini). Needs end placement.
+    come from Gemini). Needs end placement. The result's ``tools`` become
+    ``functionDeclarations`` (with ``parametersJsonSchema``), and ``generationConfig``'s
+    ``maxOutputTokens`` is ``max_output_tokens``, by default the result's output reserve.
     """
     require_end_placement(result, "gemini_request")
     signed: set[str] = set()  # messages whose first tool call has had its signature
@@ -111,7 +117,13 @@ def gemini_request(
         for turn in turns
     ]
     request: dict[str, Any] = {}
+    specs = read_tools(result)
+    if specs:
+        request["tools"] = gemini_tools(specs)
     if system:
         request["system_instruction"] = {"parts": system}
     request["contents"] = contents
+    cap = max_output_tokens if max_output_tokens is not None else reserve_of(result)
+    if cap is not None:
+        request["generationConfig"] = {"maxOutputTokens": cap}
     return request

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from membrane.capabilities import get_cache_pricing, get_token_scale
 from membrane.errors import InvalidInputError
+from membrane.providers._agent import openai_tools, read_tools, reserve_of
 from membrane.providers._convert import CompiledPrompt, read_messages
 from membrane.tokenizers import TiktokenAdapter
 
@@ -25,7 +26,10 @@ def openai_request(
 ) -> dict[str, Any]:
     """A Chat Completions request body: ``model``, the compiled ``messages`` and your extras.
 
-    Messages go out as compiled (copied, so editing the request leaves the result alone).
+    Messages go out as compiled (copied, so editing the request leaves the result alone), with
+    the result's ``tools`` as function tools and its output reserve as
+    ``max_completion_tokens`` (unless ``tools``, ``max_tokens`` or ``max_completion_tokens``
+    is among your extras).
     OpenAI caches shared prefixes by itself; ``prompt_cache_key`` (e.g. a conversation id)
     helps it route requests that share a prefix to the same cache. Raises
     :class:`ToolPairingError` when a tool result has no call before it or a call no result.
@@ -46,6 +50,12 @@ def openai_request(
         )
     read_messages(result.messages)
     request: dict[str, Any] = {"model": model, "messages": copy.deepcopy(list(result.messages))}
+    specs = read_tools(result)
+    if specs and "tools" not in extra:
+        request["tools"] = openai_tools(specs)
+    reserve = reserve_of(result)
+    if reserve is not None and not {"max_tokens", "max_completion_tokens"} & extra.keys():
+        request["max_completion_tokens"] = reserve
     if prompt_cache_key is not None:
         request["prompt_cache_key"] = prompt_cache_key
     request.update(extra)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from membrane.errors import InvalidInputError
-from membrane.prompt_text import RECALL_HEADER, THIN_MARK, mem_numbers, thin_memory_line
+from membrane.prompt_text import RECALL_HEADER, THIN_MARK, leading_mem_number, thin_memory_line
 from membrane.records import TIER_PROCEDURAL
 from membrane.stages.history import RecalledPassage
 from membrane.stages.layout import MemorySegment
@@ -142,7 +142,8 @@ class PreFlightContextFirewall:
         """Trim ``middle_segments`` by tier until the joined text fits.
 
         Returns ``(text, kept_ref_map, total_tokens, stats)``; ``total_tokens`` is the exact
-        count of ``text``. Kept segments stay in the order given.
+        count of ``text``. Kept segments stay in the order given. A segment's ref is the
+        ``[Mem:N]`` tag that opens it: a tag further along its text cites nothing.
         """
         count_fn = count or self.counter.count
         segments = list(middle_segments)
@@ -164,14 +165,13 @@ class PreFlightContextFirewall:
         for i in range(len(segments)):
             if i not in survivors:
                 choice[i] = "drop"
-        kept = [segments[i][0] for i in survivors]
-        present = {n for line in kept for n in mem_numbers(line)}
+        present = {leading_mem_number(segments[i][0]) for i in survivors}
         kept_refs = {n: ref for n, ref in (ref_map or {}).items() if n in present}
         offered_tokens = sum(item.full_tokens for item in items)
         kept_tokens = sum(items[i].full_tokens for i in range(len(items)) if choice[i] != "drop")
         stats = {
             "segments_offered": len(segments),
-            "segments_kept": len(kept),
+            "segments_kept": len(survivors),
             "tokens_trimmed": offered_tokens - kept_tokens,
             "tokens_budget": self.max_tokens,
             "token_count": total,

@@ -8,8 +8,9 @@ when the current turn is too large for what history leaves.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from membrane.messages import Message, message_text
 from membrane.prompt_text import INDEX_HEADER
@@ -62,6 +63,8 @@ class WindowInput:
     counter: MemoizedCounter
     budget_counted: int
     offer_texts: Sequence[str]
+    # What a message's images cost beyond their stand-in text (0 for a message without any).
+    image_tokens: Callable[[Mapping[str, Any]], int] = lambda _m: 0
 
 
 class WindowPlanner:
@@ -83,7 +86,8 @@ class WindowPlanner:
         if not history:
             return HistoryWindow([], 0, turn.core)
         if not settings.trim_history:
-            kept_tokens = sum(count(message_text(m)) + overhead for m in history)
+            extra = turn.image_tokens
+            kept_tokens = sum(count(message_text(m)) + extra(m) + overhead for m in history)
             return HistoryWindow(list(history), kept_tokens, turn.core)
         after_core = max(turn.budget_counted - count(turn.core) - overhead, 0)
         share = max(int(settings.history_share * after_core), 1)
@@ -113,7 +117,7 @@ class WindowPlanner:
             # One tracker per conversation: a new share or a rewritten history replaces it.
             self._trackers.discard_where(lambda k: k[0] == conversation)
             self._trackers.put(key, tracker)
-        tracker.update(turn.history, "conversation_messages")
+        tracker.update(turn.history, "conversation_messages", turn.image_tokens)
         return tracker
 
     def _system_text(
@@ -151,6 +155,11 @@ def _index_room(
     """
     stored = session.conversation_state
     events = len(tracker.events)
+    share_room = int(settings.index_share * after_core)
+    if stored.get("room", 0) > share_room:  # no compile under this budget could have chosen it
+        stored = session.reject_conversation_state(
+            f"room {stored['room']} is above this budget's index share of {share_room} tokens"
+        )
     if stored.get("share") == tracker.share and stored.get("events") == events:
         return int(stored["room"])
     count = turn.counter.count
@@ -159,7 +168,6 @@ def _index_room(
     for text in turn.offer_texts:
         frame = keyframe(text, stats, count, settings.keyframe_tokens)
         keyframe_cost += count(frame if frame is not None else text) + 4
-    share_room = int(settings.index_share * after_core)
     leftover = after_core - tracker.kept_tokens - count(turn.end_text) - keyframe_cost
     room = max(min(leftover, share_room), share_room // 2)
     if stored.get("share") != tracker.share or int(stored.get("events", -1)) < events:

@@ -8,7 +8,7 @@ and per model, the token-scale calibration. Both are small JSON-serialisable dic
 from __future__ import annotations
 
 from membrane.state.memory import InMemoryStateStore
-from membrane.state.protocol import StateStore
+from membrane.state.protocol import StateStore, StateStoreWarning
 from membrane.state.redis import (
     RedisStateStore,
     get_ref_map_for_conversation,
@@ -19,6 +19,7 @@ __all__ = [
     "InMemoryStateStore",
     "RedisStateStore",
     "StateStore",
+    "StateStoreWarning",
     "get_ref_map_for_conversation",
     "set_ref_map_for_conversation",
 ]

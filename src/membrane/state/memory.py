@@ -3,33 +3,82 @@
 from __future__ import annotations
 
 import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
+from membrane.errors import InvalidInputError
 from membrane.state.protocol import decode_state, encode_state
 
-__all__ = ["InMemoryStateStore"]
+__all__ = ["DEFAULT_MAX_ENTRIES", "InMemoryStateStore"]
+
+#: Entries an :class:`InMemoryStateStore` keeps unless told otherwise (a conversation's entry is
+#: about a hundred bytes, so the default bound is a few megabytes at most).
+DEFAULT_MAX_ENTRIES = 10_000
 
 
 class InMemoryStateStore:
-    """A thread-safe dict of JSON strings.
+    """A thread-safe, bounded dict of JSON strings.
 
     Values go through JSON on the way in and out, so what works here also works with a remote
     store, and callers can never mutate stored state by accident.
+
+    At most ``max_entries`` keys are kept; past that, the key used least recently leaves first
+    (a conversation that comes back later pays one cache miss, as after a Redis TTL).
+    ``ttl_seconds`` makes an entry expire that long after it was last written, like the Redis
+    store's ``ttl_seconds``; None keeps entries until the bound pushes them out.
     """
 
-    def __init__(self) -> None:
-        self._data: dict[str, str] = {}
+    def __init__(
+        self,
+        *,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        ttl_seconds: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+            raise InvalidInputError(
+                f"max_entries must be a positive int, got {max_entries!r}", field="max_entries"
+            )
+        if ttl_seconds is not None and not (
+            isinstance(ttl_seconds, (int, float))
+            and not isinstance(ttl_seconds, bool)
+            and 0 < ttl_seconds < float("inf")
+        ):
+            raise InvalidInputError(
+                f"ttl_seconds must be a positive number of seconds or None, got {ttl_seconds!r}",
+                field="ttl_seconds",
+            )
+        self.max_entries = max_entries
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+        # key -> (encoded value, expiry time or None)
+        self._data: OrderedDict[str, tuple[str, float | None]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
-            raw = self._data.get(key)
-        return None if raw is None else decode_state(raw)
+            entry = self._data.get(key)
+            if entry is None:
+                return None
+            raw, expires = entry
+            if expires is not None and self._clock() >= expires:
+                del self._data[key]
+                return None
+            self._data.move_to_end(key)
+        return decode_state(raw)
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         raw = encode_state(value)
+        expires = None if self.ttl_seconds is None else self._clock() + self.ttl_seconds
         with self._lock:
-            self._data[key] = raw
+            self._data[key] = (raw, expires)
+            self._data.move_to_end(key)
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
 
     def __len__(self) -> int:
-        return len(self._data)
+        """Entries held, expired ones not yet dropped included (at most ``max_entries``)."""
+        with self._lock:
+            return len(self._data)

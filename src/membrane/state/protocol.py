@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["StateStore", "decode_state", "encode_state"]
+__all__ = ["StateStore", "StateStoreWarning", "decode_state", "encode_state"]
+
+
+class StateStoreWarning(UserWarning):
+    """A value read from a state store was discarded, or the store is down and a compile fell
+    back to in-process state. The compile itself went on; its ``metadata`` says what happened.
+    """
 
 
 def encode_state(value: dict[str, Any]) -> str:
@@ -14,8 +20,14 @@ def encode_state(value: dict[str, Any]) -> str:
 
 
 def decode_state(raw: str | bytes) -> dict[str, Any]:
-    """The value back from :func:`encode_state`'s text."""
-    value: dict[str, Any] = json.loads(raw)
+    """The value back from :func:`encode_state`'s text.
+
+    Raises ``ValueError`` when ``raw`` is not JSON or not a JSON object (``null`` included: a
+    key that holds something is not a missing key).
+    """
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise ValueError(f"a stored state value is a JSON object, got {type(value).__name__}")
     return value
 
 

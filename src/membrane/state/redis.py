@@ -2,25 +2,54 @@
 
 Workers that share one Redis server share the compiler state of every conversation, so a
 conversation whose turns land on different workers keeps emitting the same prefix bytes.
+
+Every Redis call Membrane makes is bounded by a deadline (``deadline_seconds``, default
+``MEMBRANE_STORE_DEADLINE_SECONDS`` or 0.25 s): a client Membrane builds gets socket and connect
+timeouts equal to it and no retries, and a client the caller passes must already be that strict.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
-from typing import Any
+import threading
+import time
+import warnings
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from membrane import config
-from membrane.errors import StoreUnavailable
-from membrane.state.protocol import decode_state, encode_state
+from membrane.errors import InvalidInputError, StoreUnavailable
+from membrane.state.memory import InMemoryStateStore
+from membrane.state.protocol import StateStoreWarning, decode_state, encode_state
 
 __all__ = [
+    "OutagePolicy",
     "RedisStateStore",
+    "StoreCall",
+    "bounded_client",
     "get_ref_map_for_conversation",
     "set_ref_map_for_conversation",
 ]
 
 _DEFAULT_PREFIX = "membrane:state:"
+_RECORDED_CALLS = 64
+
+#: What a compile does while the store cannot be reached: ``"fallback"`` goes on with the
+#: store's in-process copy of what it last read or wrote; ``"raise"`` raises StoreUnavailable.
+OutagePolicy = Literal["fallback", "raise"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCall:
+    """One Redis call that failed: what it was, how long it ran, and why it ended."""
+
+    operation: str
+    key: str
+    seconds: float
+    error: str
 
 
 def _redis_errors() -> tuple[type[BaseException], ...]:
@@ -29,9 +58,23 @@ def _redis_errors() -> tuple[type[BaseException], ...]:
     return (redis.exceptions.RedisError, OSError)
 
 
-def _client_from_url(url: str | None) -> Any:
+def _check_deadline(deadline: float | None) -> float:
+    if deadline is None:
+        return config.store_deadline_seconds()
+    ok = isinstance(deadline, (int, float)) and not isinstance(deadline, bool)
+    if not ok or not 0 < deadline <= 60:  # NaN fails the range check too
+        raise InvalidInputError(
+            f"deadline_seconds must be a number of seconds in (0, 60], got {deadline!r}",
+            field="deadline_seconds",
+        )
+    return float(deadline)
+
+
+def _client_from_url(url: str | None, deadline: float) -> Any:
     try:
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError(
             'the Redis state store needs the redis package: pip install "membrane-aol[redis]"'
@@ -41,14 +84,107 @@ def _client_from_url(url: str | None) -> Any:
         raise StoreUnavailable(
             "no Redis URL: pass client= or url=, or set MEMBRANE_REDIS_URL", store="redis"
         )
-    return redis.Redis.from_url(url)
+    return redis.Redis.from_url(
+        url,
+        socket_timeout=deadline,
+        socket_connect_timeout=deadline,
+        retry=Retry(NoBackoff(), 0),
+        retry_on_timeout=False,
+    )
+
+
+def _retries(kwargs: dict[str, Any]) -> int:
+    """Retries a connection built from ``kwargs`` makes (redis-py: a Retry, or one on timeout)."""
+    retry = kwargs.get("retry")
+    if retry is not None:
+        get = getattr(retry, "get_retries", None)
+        return int(get() if callable(get) else getattr(retry, "_retries", 0))
+    return 1 if kwargs.get("retry_on_timeout") or kwargs.get("retry_on_error") else 0
+
+
+def check_client(client: Any, deadline: float) -> Any:
+    """``client`` if every call it makes ends within ``deadline`` seconds; else InvalidInputError.
+
+    Checked: a socket timeout and a connect timeout, each at most the deadline, and no retries
+    (a retry starts the clock again).
+    """
+    pool = getattr(client, "connection_pool", None)
+    kwargs = getattr(pool, "connection_kwargs", None)
+    fix = (
+        f"build it as redis.Redis.from_url(url, socket_timeout={deadline}, "
+        f"socket_connect_timeout={deadline}, retry=redis.retry.Retry(redis.backoff.NoBackoff(), "
+        "0)), or pass url= and let Membrane build it"
+    )
+    if not isinstance(kwargs, dict):
+        raise InvalidInputError(
+            f"cannot tell how long this Redis client may block (no connection_pool); {fix}",
+            field="client",
+        )
+    for name in ("socket_timeout", "socket_connect_timeout"):
+        value = kwargs.get(name)
+        if value is None or not 0 < float(value) <= deadline:
+            raise InvalidInputError(
+                f"the Redis client's {name} is {value!r}, which lets a frozen server hold a "
+                f"request longer than the store's deadline of {deadline} s; {fix}",
+                field="client",
+            )
+    retries = _retries(kwargs)
+    if retries:
+        raise InvalidInputError(
+            f"the Redis client retries {retries} times, so one call can outlast the store's "
+            f"deadline of {deadline} s several times over; {fix}",
+            field="client",
+        )
+    return client
+
+
+def _check_options(
+    outage_policy: str, ttl_seconds: int | None, retry_after_seconds: float, fallback_entries: int
+) -> None:
+    """Raise InvalidInputError naming the first of RedisStateStore's options that is wrong."""
+    if outage_policy not in ("fallback", "raise"):
+        raise InvalidInputError(
+            f"outage_policy must be 'fallback' or 'raise', got {outage_policy!r}",
+            field="outage_policy",
+        )
+    if ttl_seconds is not None and (
+        isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 1
+    ):
+        raise InvalidInputError(
+            f"ttl_seconds must be a positive int or None, got {ttl_seconds!r}",
+            field="ttl_seconds",
+        )
+    if (
+        isinstance(retry_after_seconds, bool)
+        or not isinstance(retry_after_seconds, (int, float))
+        or not 0 <= retry_after_seconds <= 3600  # NaN and infinity fail too
+    ):
+        raise InvalidInputError(
+            f"retry_after_seconds must be a number of seconds in [0, 3600], got "
+            f"{retry_after_seconds!r}",
+            field="retry_after_seconds",
+        )
+    entries_ok = isinstance(fallback_entries, int) and not isinstance(fallback_entries, bool)
+    if not entries_ok or fallback_entries < 1:
+        raise InvalidInputError(
+            f"fallback_entries must be a positive int, got {fallback_entries!r}",
+            field="fallback_entries",
+        )
 
 
 class RedisStateStore:
     """Keeps compiler state in Redis as JSON strings under ``prefix``.
 
-    Pass a ready ``redis.Redis`` client or a URL (default ``MEMBRANE_REDIS_URL`` /
-    ``REDIS_URL``). ``ttl_seconds`` lets idle conversations expire; None keeps them.
+    Pass a ``redis.Redis`` client whose timeouts are within ``deadline_seconds`` and that does
+    not retry, or a URL (default ``MEMBRANE_REDIS_URL`` / ``REDIS_URL``) to have one built.
+    ``ttl_seconds`` lets idle conversations expire; None keeps them.
+
+    While Redis does not answer, ``outage_policy="fallback"`` (the default) lets compiles go on
+    with an in-process copy of what this store last read or wrote (bounded to
+    ``fallback_entries``), flagged in their metadata and warned once per outage; ``"raise"``
+    makes them raise :class:`~membrane.errors.StoreUnavailable`. After a failed call the store
+    does not call Redis again for ``retry_after_seconds``, so an outage costs one deadline, not
+    one per call. Failed calls are kept in :attr:`failed_calls` (the most recent 64).
     """
 
     def __init__(
@@ -58,28 +194,150 @@ class RedisStateStore:
         url: str | None = None,
         prefix: str = _DEFAULT_PREFIX,
         ttl_seconds: int | None = None,
+        deadline_seconds: float | None = None,
+        outage_policy: OutagePolicy = "fallback",
+        retry_after_seconds: float = 1.0,
+        fallback_entries: int = 10_000,
     ) -> None:
-        self._client = client if client is not None else _client_from_url(url)
+        self.deadline_seconds = _check_deadline(deadline_seconds)
+        _check_options(outage_policy, ttl_seconds, retry_after_seconds, fallback_entries)
+        if client is None:
+            self._client = _client_from_url(url, self.deadline_seconds)
+        else:
+            self._client = check_client(client, self.deadline_seconds)
         self._prefix = prefix
         self._ttl = ttl_seconds
+        self.outage_policy: OutagePolicy = outage_policy
+        self._retry_after = float(retry_after_seconds)
+        self._copy = InMemoryStateStore(max_entries=fallback_entries)
+        self._lock = threading.Lock()
+        self._down_until = -math.inf
+        self._down = False
+        self.failed_calls: deque[StoreCall] = deque(maxlen=_RECORDED_CALLS)
+
+    @property
+    def outage_fallback(self) -> InMemoryStateStore | None:
+        """Where compiles keep state while Redis is down (None with ``outage_policy="raise"``)."""
+        return self._copy if self.outage_policy == "fallback" else None
 
     def get(self, key: str) -> dict[str, Any] | None:
-        try:
-            raw = self._client.get(self._prefix + key)
-        except _redis_errors() as exc:
-            raise StoreUnavailable(f"cannot read {key!r} from Redis: {exc}", store="redis") from exc
-        return None if raw is None else decode_state(raw)
+        raw = self._call("get", key, lambda: self._client.get(self._prefix + key))
+        if raw is None:
+            return None
+        value = decode_state(raw)
+        if isinstance(value, dict):
+            self._copy.put(key, value)
+        return value
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         raw = encode_state(value)
+        self._call("put", key, lambda: self._client.set(self._prefix + key, raw, ex=self._ttl))
+        self._copy.put(key, value)
+
+    def _call(self, operation: str, key: str, call: Any) -> Any:
+        """Run one Redis call, turning its failure into StoreUnavailable and recording it."""
+        if time.monotonic() < self._down_until:
+            raise StoreUnavailable(
+                f"Redis did not answer within {self.deadline_seconds} s moments ago; "
+                f"not calling it again for {self._retry_after} s",
+                store="redis",
+            )
+        started = time.monotonic()
         try:
-            self._client.set(self._prefix + key, raw, ex=self._ttl)
+            out = call()
         except _redis_errors() as exc:
-            raise StoreUnavailable(f"cannot write {key!r} to Redis: {exc}", store="redis") from exc
+            elapsed = time.monotonic() - started
+            self._note_failure(StoreCall(operation, key, elapsed, f"{type(exc).__name__}: {exc}"))
+            verb = "read" if operation == "get" else "write"
+            raise StoreUnavailable(f"cannot {verb} {key!r} in Redis: {exc}", store="redis") from exc
+        with self._lock:
+            self._down = False
+        return out
+
+    def _note_failure(self, record: StoreCall) -> None:
+        with self._lock:
+            self.failed_calls.append(record)
+            self._down_until = time.monotonic() + self._retry_after
+            first = not self._down
+            self._down = True
+        if first and self.outage_policy == "fallback":
+            warnings.warn(
+                f"Redis state store unreachable ({record.error}); compiles use in-process "
+                "state until it answers again, and nothing they compute is written to it",
+                StateStoreWarning,
+                stacklevel=4,
+            )
 
 
-def _ref_map_key(conversation_id: str) -> str:
+def _ref_map_key(conversation_id: object) -> str:
+    if not isinstance(conversation_id, str) or not conversation_id:
+        raise InvalidInputError(
+            f"conversation_id must be a non-empty string, got {conversation_id!r}",
+            field="conversation_id",
+        )
+    if _has_surrogate(conversation_id):
+        raise InvalidInputError(
+            f"conversation_id must be text without lone surrogates, got {conversation_id!r}",
+            field="conversation_id",
+        )
     return os.environ.get("MEMBRANE_REF_MAP_PREFIX", "membrane:ref_map:") + conversation_id
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def _ref_map_ttl(ttl_seconds: object) -> int:
+    """``ttl_seconds`` checked, or ``MEMBRANE_REF_MAP_TTL_SECONDS`` (600) when None."""
+    if ttl_seconds is None:
+        ttl_seconds = config.ref_map_ttl_seconds()
+        field = "MEMBRANE_REF_MAP_TTL_SECONDS"
+    else:
+        field = "ttl_seconds"
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 1:
+        raise InvalidInputError(
+            f"{field} must be a whole number of seconds >= 1 (Redis cannot keep a key for "
+            f"0 or fewer seconds), got {ttl_seconds!r}",
+            field=field,
+        )
+    return ttl_seconds
+
+
+def _encode_ref_map(ref_map: object) -> str:
+    if not isinstance(ref_map, dict):
+        raise InvalidInputError(
+            f"ref_map must be a dict of citation numbers to ids, got {type(ref_map).__name__}",
+            field="ref_map",
+        )
+    for number, ref in ref_map.items():
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise InvalidInputError(
+                f"ref_map keys must be citation numbers (ints >= 0), got {number!r}",
+                field="ref_map",
+            )
+        if not isinstance(ref, str) or _has_surrogate(ref):
+            raise InvalidInputError(
+                f"ref_map[{number}] must be a string id without lone surrogates, got {ref!r}",
+                field=f"ref_map[{number}]",
+            )
+    return json.dumps({str(k): v for k, v in ref_map.items()}, sort_keys=True)
+
+
+def _ref_map_client(client: Any, deadline_seconds: float | None) -> Any:
+    deadline = _check_deadline(deadline_seconds)
+    if client is None:
+        return _client_from_url(None, deadline)
+    return check_client(client, deadline)
+
+
+def bounded_client(url: str | None = None, *, deadline_seconds: float | None = None) -> Any:
+    """A ``redis.Redis`` client for ``url`` that the deadline rules accept.
+
+    Its socket and connect timeouts equal the deadline (``MEMBRANE_STORE_DEADLINE_SECONDS``,
+    0.25 s, when None) and it never retries. ``url`` defaults to ``MEMBRANE_REDIS_URL`` /
+    ``REDIS_URL``. Share it between :class:`RedisStateStore` and the ref-map functions.
+    """
+    return _client_from_url(url, _check_deadline(deadline_seconds))
 
 
 def set_ref_map_for_conversation(
@@ -88,24 +346,65 @@ def set_ref_map_for_conversation(
     *,
     client: Any = None,
     ttl_seconds: int | None = None,
+    deadline_seconds: float | None = None,
 ) -> None:
-    """Save a turn's ``ref_map`` so a later request can resolve the model's citations."""
-    client = client if client is not None else _client_from_url(None)
-    ttl = ttl_seconds or int(os.environ.get("MEMBRANE_REF_MAP_TTL_SECONDS", "600"))
-    raw = json.dumps({str(k): v for k, v in ref_map.items()}, sort_keys=True)
+    """Save a turn's ``ref_map`` so a later request can resolve the model's citations.
+
+    ``client`` must meet the same deadline rules as :class:`RedisStateStore`'s. The key expires
+    after ``ttl_seconds`` (default ``MEMBRANE_REF_MAP_TTL_SECONDS``, 600); it must be >= 1.
+    Bad arguments raise :class:`~membrane.errors.InvalidInputError` before Redis is called.
+    """
+    key = _ref_map_key(conversation_id)
+    raw = _encode_ref_map(ref_map)
+    ttl = _ref_map_ttl(ttl_seconds)
+    client = _ref_map_client(client, deadline_seconds)
     try:
-        client.set(_ref_map_key(conversation_id), raw, ex=ttl)
+        client.set(key, raw, ex=ttl)
     except _redis_errors() as exc:
         raise StoreUnavailable(f"cannot save the ref map: {exc}", store="redis") from exc
 
 
-def get_ref_map_for_conversation(conversation_id: str, *, client: Any = None) -> dict[int, str]:
-    """The last saved ``ref_map`` of a conversation ({} when none or expired)."""
-    client = client if client is not None else _client_from_url(None)
+def get_ref_map_for_conversation(
+    conversation_id: str, *, client: Any = None, deadline_seconds: float | None = None
+) -> dict[int, str]:
+    """The last saved ``ref_map`` of a conversation ({} when none or expired).
+
+    A stored value that is not a map of integer citation numbers to string ids is discarded
+    with a :class:`~membrane.state.StateStoreWarning` ({} is returned).
+    """
+    key = _ref_map_key(conversation_id)
+    client = _ref_map_client(client, deadline_seconds)
     try:
-        raw = client.get(_ref_map_key(conversation_id))
+        raw = client.get(key)
     except _redis_errors() as exc:
         raise StoreUnavailable(f"cannot read the ref map: {exc}", store="redis") from exc
     if raw is None:
         return {}
-    return {int(k): str(v) for k, v in json.loads(raw).items()}
+    ref_map = _parse_ref_map(raw)
+    if ref_map is None:
+        warnings.warn(
+            f"discarded the ref map stored under {key!r}: it is not a JSON object of "
+            "citation numbers to string ids",
+            StateStoreWarning,
+            stacklevel=2,
+        )
+        return {}
+    return ref_map
+
+
+def _parse_ref_map(raw: str | bytes) -> dict[int, str] | None:
+    """The ref map in ``raw``, or None when it is not one."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    out: dict[int, str] = {}
+    for number, ref in value.items():
+        if not (number.isascii() and number.isdigit() and len(number) <= 9):
+            return None
+        if not isinstance(ref, str):
+            return None
+        out[int(number)] = ref
+    return out

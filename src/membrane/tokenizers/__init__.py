@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
-from membrane.tokenizers._calibration import ScaleCalibration, counted_budget, provider_tokens
+from membrane.tokenizers._calibration import (
+    SCALE_MAX,
+    SCALE_MIN,
+    ScaleCalibration,
+    counted_budget,
+    provider_tokens,
+)
 from membrane.tokenizers._counters import (
     CharacterEstimateCounter,
     MemoizedCounter,
@@ -24,6 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUNDLED_ENCODINGS",
+    "SCALE_MAX",
+    "SCALE_MIN",
     "CharacterEstimateCounter",
     "HuggingFaceAdapter",
     "MemoizedCounter",

@@ -7,15 +7,26 @@ clearly too high.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["SCALE_STEP", "ScaleCalibration", "counted_budget", "provider_tokens"]
+__all__ = [
+    "SCALE_MAX",
+    "SCALE_MIN",
+    "SCALE_STEP",
+    "ScaleCalibration",
+    "counted_budget",
+    "provider_tokens",
+]
 
 SCALE_STEP = 0.05
+#: The range a learned or stored scale may take. A tokenizer that differs from the counter by
+#: more than this is a misconfiguration; a stored value outside it is corruption.
+SCALE_MIN, SCALE_MAX = 0.5, 3.0
 _FALL_THRESHOLD = 0.1 - 1e-9
 _SMOOTHING = 0.3
 _SPREAD_FACTOR = 2.0
@@ -56,20 +67,46 @@ class ScaleCalibration:
         target = _step_up(mean + margin)
         scale = self.scale
         if target > scale or scale - target >= _FALL_THRESHOLD:
-            scale = target
+            scale = min(max(target, SCALE_MIN), SCALE_MAX)
         return replace(self, scale=scale, samples=self.samples + 1, mean=mean, variance=variance)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ScaleCalibration:
-        return cls(
-            scale=float(data["scale"]),
-            samples=int(data.get("samples", 0)),
-            mean=float(data.get("mean", 0.0)),
-            variance=float(data.get("variance", 0.0)),
-        )
+    def from_dict(cls, data: object) -> ScaleCalibration:
+        """The calibration in ``data`` (a value read back from a state store), checked.
+
+        Raises ``ValueError`` naming the first thing wrong: not a dict, a missing or
+        non-numeric scale, a scale outside [SCALE_MIN, SCALE_MAX], a negative or fractional
+        sample count, a mean or variance that is not a finite number (or a negative variance).
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"a calibration is a JSON object, got {type(data).__name__}")
+        scale = _finite(data, "scale", None)
+        if not SCALE_MIN <= scale <= SCALE_MAX:
+            raise ValueError(f"scale {scale!r} is outside [{SCALE_MIN}, {SCALE_MAX}]")
+        samples = data.get("samples", 0)
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
+            raise ValueError(f"samples must be a non-negative int, got {samples!r}")
+        variance = _finite(data, "variance", 0.0)
+        if variance < 0:
+            raise ValueError(f"variance must not be negative, got {variance!r}")
+        return cls(scale=scale, samples=samples, mean=_finite(data, "mean", 0.0), variance=variance)
+
+
+def _finite(data: dict[Any, Any], key: str, default: float | None) -> float:
+    """``data[key]`` as a finite float (``default`` when absent; required when None)."""
+    if key not in data and default is not None:
+        return default
+    value = data.get(key)
+    number = float("nan")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        with contextlib.suppress(OverflowError):  # an int too large for a float stays NaN
+            number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{key} must be a finite number, got {str(value)[:40]}")
+    return number
 
 
 @functools.lru_cache(maxsize=1024)

@@ -12,7 +12,7 @@ unit the cut drops is handed to the index (:mod:`._index`) and to recall (:mod:`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,8 +121,16 @@ class HistoryTracker:
                 return False
         return True
 
-    def update(self, messages: Sequence[Mapping[str, Any]], field_name: str) -> None:
-        """Process the messages after the ones already seen (validated by the caller)."""
+    def update(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        field_name: str,
+        image_tokens: Callable[[Mapping[str, Any]], int] | None = None,
+    ) -> None:
+        """Process the messages after the ones already seen (validated by the caller).
+
+        ``image_tokens`` prices a message's images; each message is priced when first seen.
+        """
         offset = self.seen_messages
         new = messages[offset:]
         for unit in group_units(new, field=field_name, offset=offset):
@@ -130,6 +138,8 @@ class HistoryTracker:
             span = messages[start:stop]
             texts = [message_text(m) for m in span]
             tokens = sum(self.count(text) + self.overhead for text in texts)
+            if image_tokens is not None:
+                tokens += sum(image_tokens(m) for m in span)
             self.bounds.append((start, stop))
             self.unit_tokens.append(tokens)
             self.unit_keys.append(_unit_key(span))

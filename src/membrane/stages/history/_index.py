@@ -14,7 +14,7 @@ import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from membrane.prompt_text import index_block
+from membrane.prompt_text import index_block, index_entry
 from membrane.stages.history._shared import Count, is_request
 from membrane.text.relevance import TermStats, content_words, marked_words
 from membrane.text.sentences import is_short, opens_with_pronoun, split_sentences
@@ -273,7 +273,7 @@ def index_line(
     frame = index_digest(text, stats, count, frame_tokens)
     if not frame:
         return None
-    line = f"- {label}: {frame}"
+    line = index_entry(label, frame)
     return IndexLine(unit, line, count(line))
 
 

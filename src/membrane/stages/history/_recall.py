@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from membrane.prompt_text import recalled_line
 from membrane.stages.history._shared import Count, is_request
 from membrane.text.relevance import TermStats, content_words, query_weights, rank_fusion
 from membrane.text.sentences import is_question, split_sentences
@@ -122,7 +123,7 @@ def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
 
 def recalled_whole(pid: int, passage: Passage, count: Count) -> RecalledPassage:
     """Passage ``pid`` recalled whole (its tokens count the line break after it)."""
-    line = f"[{passage.role}] {passage.text}"
+    line = recalled_line(passage.role, passage.text)
     return RecalledPassage(pid, passage.role, line, count(line) + 1)
 
 
@@ -258,7 +259,7 @@ def select_passages(
         if used + recalled.tokens > budget:
             passage = tracker.passages[pid]
             sentence = _best_sentence(passage, weights, tracker.stats)
-            line = f"[{passage.role}] … {sentence} …"
+            line = recalled_line(passage.role, f"… {sentence} …")
             recalled = RecalledPassage(pid, passage.role, line, count(line) + 1)
             if used + recalled.tokens > budget:
                 continue
