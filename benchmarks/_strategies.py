@@ -56,6 +56,8 @@ class Built:
     anthropic: dict[str, Any] | None = None
     error: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    # CPU time of the process during the timed compile (Membrane strategies only).
+    cpu_ns: int | None = None
 
 
 def memory_block(memories: tuple[Memory, ...] | list[Memory]) -> str:
@@ -543,11 +545,12 @@ class MembraneStrategy(Strategy):
             )
             for m in turn.memories
         ]
-        t0 = time.perf_counter_ns()
+        c0, t0 = time.process_time_ns(), time.perf_counter_ns()
         result = self._compiler.compile(
             memories=memories, conversation_messages=history, user_message=turn.user_message
         )
         elapsed = time.perf_counter_ns() - t0
+        cpu = time.process_time_ns() - c0
         anthropic = None
         if self._anthropic is not None and self._anthropic_request is not None:
             twin = self._anthropic.compile(
@@ -567,7 +570,7 @@ class MembraneStrategy(Strategy):
                 "budget_exceeded",
             )
         }
-        return Built(list(result.messages), elapsed, anthropic=anthropic, info=info)
+        return Built(list(result.messages), elapsed, anthropic=anthropic, info=info, cpu_ns=cpu)
 
 
 def _membrane_defaults() -> Strategy:

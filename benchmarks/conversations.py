@@ -60,6 +60,8 @@ from benchmarks._suite import command_line
 from benchmarks._tokens import ENCODING, FRAMING_TOKENS, count_messages, count_text
 
 __all__ = [
+    "KNOWN",
+    "OPTIONAL_STRATEGIES",
     "STRATEGIES",
     "Request",
     "SendEverything",
@@ -69,6 +71,9 @@ __all__ = [
 ]
 
 STRATEGIES = ("naive", "langchain", "llamaindex_memory", "membrane", "membrane_cheap")
+# Run only when named: Membrane with the bundled local embedder (needs the embed extra).
+OPTIONAL_STRATEGIES = ("membrane-embed",)
+KNOWN = (*STRATEGIES, *OPTIONAL_STRATEGIES)
 REFERENCE = "everything"
 BUDGETS = (4000, 8000)
 MODES = ("next", "end")
@@ -215,6 +220,7 @@ class Request:
     verbatim: bool = False
     recalled_tokens: int = 0
     wasted_tokens: int = 0
+    cpu_ns: int | None = None
 
 
 @dataclass(slots=True)
@@ -290,6 +296,7 @@ def play(conv: Conversation, strategy: Strategy, budget: int) -> list[Request]:
                 result.verbatim,
                 recalled,
                 wasted,
+                built.cpu_ns,
             )
         )
 
@@ -306,6 +313,7 @@ def play(conv: Conversation, strategy: Strategy, budget: int) -> list[Request]:
                         built.compile_ns,
                         bill,
                         _dropped(built, len(history)),
+                        cpu_ns=built.cpu_ns,
                     )
                 )
             history.append({"role": m.role, "content": m.text})
@@ -396,6 +404,11 @@ def _median_ms(requests: Sequence[Request]) -> float | None:
     return statistics.median(r.compile_ns / 1e6 for r in requests) if requests else None
 
 
+def _median_cpu_ms(requests: Sequence[Request]) -> float | None:
+    cpu = [r.cpu_ns / 1e6 for r in requests if r.cpu_ns is not None]
+    return statistics.median(cpu) if cpu else None
+
+
 def _cut_moves(requests: Sequence[Request]) -> int:
     """Chat requests whose first kept message differs from the previous one's in the session."""
     moves = 0
@@ -430,6 +443,7 @@ def aggregate(plays: Sequence[Play], reference: dict[int, Play], mode: str) -> d
     # The run's cost: every chat request plus this mode's questions.
     out.update(_costs([*chats, *asked], [*ref_chats, *ref_asked]))
     out["chat_ms_median"] = _median_ms(chats)
+    out["chat_cpu_ms_median"] = _median_cpu_ms(chats)
     recalled = sum(r.recalled_tokens for r in asked)
     out["recalled_tokens"] = recalled
     out["recall_waste"] = sum(r.wasted_tokens for r in asked) / recalled if recalled else None
@@ -451,6 +465,7 @@ def aggregate(plays: Sequence[Play], reference: dict[int, Play], mode: str) -> d
             "recall_verbatim": _share([r.verbatim for r in of_kind]),
             "cost_01": _costs(of_kind, ref_kind)["cost_01"],
             "ms_median": _median_ms(of_kind),
+            "cpu_ms_median": _median_cpu_ms(of_kind),
             "recalled_tokens": k_recalled,
             "recall_waste": (
                 sum(r.wasted_tokens for r in of_kind) / k_recalled if k_recalled else None
@@ -471,7 +486,7 @@ def build_results(plays: Sequence[Play], budgets: Sequence[int]) -> dict[str, An
             results[split][str(budget)] = {}
             for mode in MODES:
                 rows = {}
-                for name in (REFERENCE, *STRATEGIES):
+                for name in (REFERENCE, *KNOWN):
                     mine = [
                         p
                         for p in in_split
@@ -507,6 +522,7 @@ SHORT = {
     "llamaindex_memory": "LI Memory",
     "membrane": "**Membrane**",
     "membrane_cheap": "M. cheap",
+    "membrane-embed": "M. + embedder",
 }
 _KIND_TITLES = {
     "single": "single fact, one turn",
@@ -518,7 +534,7 @@ _KIND_TITLES = {
 
 def kind_table(rows: dict[str, Any]) -> str:
     """The issue's table: recall per kind, then all questions with their cost (reads 0.1x)."""
-    names = [n for n in STRATEGIES if n in rows]
+    names = [n for n in KNOWN if n in rows]
     header = ["question kind", *(SHORT[n] for n in names)]
     body = []
     for kind in KINDS:
@@ -537,7 +553,7 @@ def kind_table(rows: dict[str, Any]) -> str:
 def detail_table(by_mode: dict[str, dict[str, Any]]) -> str:
     """Recall in both modes, then what the play cost (chat requests and next-session questions)."""
     nxt, end = by_mode["next"], by_mode["end"]
-    names = [n for n in (*STRATEGIES, REFERENCE) if n in nxt and n in end]
+    names = [n for n in (*KNOWN, REFERENCE) if n in nxt and n in end]
     header = [
         "strategy",
         "recall next / end (verbatim)",
@@ -569,7 +585,7 @@ def detail_table(by_mode: dict[str, dict[str, Any]]) -> str:
 
 
 def kind_detail_table(rows: dict[str, Any]) -> str:
-    names = [n for n in STRATEGIES if n in rows]
+    names = [n for n in KNOWN if n in rows]
     header = ["strategy", *(f"{k}: recall / cost / ms" for k in KINDS)]
     body = []
     for n in names:
@@ -628,7 +644,7 @@ def make_plots(payload: dict[str, Any], stem: str) -> list[str]:
                     *(rows[n]["by_kind"][k]["recall"] for k in KINDS),
                     rows[n]["recall"],
                 ]
-                for n in STRATEGIES
+                for n in KNOWN
                 if n in rows
             }
             path = plot_bars(
@@ -711,9 +727,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
-    unknown = [n for n in names if n not in STRATEGIES]
+    unknown = [n for n in names if n not in KNOWN]
     if unknown:
-        parser.error(f"unknown strategy {', '.join(unknown)}; choose from {', '.join(STRATEGIES)}")
+        parser.error(f"unknown strategy {', '.join(unknown)}; choose from {', '.join(KNOWN)}")
     seeds = _seeds(args.conversations, args.split)
     info = _describe([REFERENCE, *names])
     runnable = [n for n in names if info[n]["available"]]

@@ -56,6 +56,10 @@ def _word_pieces(model: Any, texts: Sequence[str]) -> int:
     return sum(len(tokenizer.encode(t).ids) for t in texts)
 
 
+def _median_of(values: Sequence[float], indices: Sequence[int]) -> float | None:
+    return round(statistics.median(values[i] for i in indices), 2) if indices else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.embed_cost", description=__doc__)
     parser.add_argument("--seeds", type=int, default=2, help="seeds 1..N (default %(default)s)")
@@ -84,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     all_plain: list[float] = []
     all_embed: list[float] = []
     all_peer: list[float] = []
+    all_texts: list[int] = []
+    loads: list[float] = [load_before[0]]
     for name in names:
         added: list[float] = []
         plain_ms: list[float] = []
@@ -142,9 +148,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         all_plain += plain_ms
         all_embed += embed_ms
         all_peer += peer_ms
+        all_texts += texts_per_turn
+        loads.append(os.getloadavg()[0])
+        per_scenario[name]["load_average_1min_after"] = round(loads[-1], 2)
         print(f"{name}: {per_scenario[name]}", file=sys.stderr)
 
     overall_median = statistics.median(all_added)
+    embedding = [i for i, n in enumerate(all_texts) if n]
     summary = {
         "turns": len(all_added),
         "added_ms_median": round(overall_median, 2),
@@ -152,6 +162,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "added_ms_mean": round(statistics.mean(all_added), 2),
         "added_cpu_ms_median": round(statistics.median(all_added_cpu), 2),
         "added_cpu_ms_p90": round(percentile(all_added_cpu, 0.9), 2),
+        "added_cpu_ms_mean": round(statistics.mean(all_added_cpu), 2),
+        "turns_that_embed": len(embedding),
+        "added_ms_median_turns_that_embed": _median_of(all_added, embedding),
+        "added_cpu_ms_median_turns_that_embed": _median_of(all_added_cpu, embedding),
+        "texts_embedded_per_turn_median": statistics.median(all_texts),
         "membrane_ms_median": round(statistics.median(all_plain), 3),
         "membrane_embed_ms_median": round(statistics.median(all_embed), 2),
         "langchain_ms_median": round(statistics.median(all_peer), 3) if all_peer else None,
@@ -164,6 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "target_ms": TARGET_MS,
         "target_met": overall_median <= TARGET_MS,
         "load_average_1min_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
+        "load_average_1min_median_of_samples": round(statistics.median(loads), 2),
+        "load_average_1min_samples": len(loads),
     }
     payload = {
         "suite": "embed_cost",
@@ -184,6 +201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"added per turn: median {summary['added_ms_median']} ms, p90 {summary['added_ms_p90']} "
         f"ms over {summary['turns']} turns, CPU {summary['added_cpu_ms_median']} ms "
+        f"({summary['turns_that_embed']} turns embed; on those: "
+        f"{summary['added_ms_median_turns_that_embed']} ms, CPU "
+        f"{summary['added_cpu_ms_median_turns_that_embed']} ms; load average "
+        f"{summary['load_average_1min_median_of_samples']}) "
         f"(target <= {TARGET_MS} ms: "
         f"{'met' if summary['target_met'] else 'not met'}); model load "
         f"{summary['model_load_seconds_once_per_process']} s once per process"

@@ -6,7 +6,10 @@ import pytest
 
 from benchmarks._chats import build_conversation
 from benchmarks.conversations import (
+    COST_KEYS,
+    KNOWN,
     REFERENCE,
+    STRATEGIES,
     Play,
     Request,
     SendEverything,
@@ -111,3 +114,22 @@ def test_aggregate_against_itself_is_the_reference(
     assert row["recall"] == 1.0 and row["cost_01"] == pytest.approx(100.0)
     assert row["mid_session_cut_moves"] == 0
     assert all(row["by_kind"][k]["recall"] == 1.0 for k in row["by_kind"])
+
+
+def test_cpu_time_is_the_median_of_the_requests_that_measured_it() -> None:
+    bill = {"input_tokens": 10.0, **{k: 10.0 for k in COST_KEYS}}
+    chats = [
+        Request("chat", "chat", 0, 1_000_000, bill, cpu_ns=ns) for ns in (2_000_000, 4_000_000)
+    ]
+    question = Request("single", "next", 0, 9_000_000, bill, cpu_ns=6_000_000)
+    mine = Play(2, "dev", "membrane", 4000, [*chats, question])
+    ref = Play(2, "dev", REFERENCE, 0, [Request("chat", "chat", 0, 0, bill)] * 2 + [question])
+    row = aggregate([mine], {2: ref}, "next")
+    assert row["chat_cpu_ms_median"] == pytest.approx(3.0)
+    assert row["by_kind"]["single"]["cpu_ms_median"] == pytest.approx(6.0)
+    # Strategies that do not measure CPU time (the peers) report none.
+    assert aggregate([ref], {2: ref}, "next")["chat_cpu_ms_median"] is None
+
+
+def test_the_embedder_row_is_known_but_not_run_by_default() -> None:
+    assert "membrane-embed" in KNOWN and "membrane-embed" not in STRATEGIES

@@ -16,6 +16,7 @@ __all__ = [
     "CombinedStats",
     "Rarity",
     "TermStats",
+    "asked_text",
     "content_words",
     "lexical_scores",
     "marked_words",
@@ -312,14 +313,7 @@ def query_weights(query: str) -> Mapping[str, float]:
 
 @functools.lru_cache(maxsize=1024)
 def _query_weights(query: str) -> Mapping[str, float]:
-    from membrane.text.sentences import depends_on_previous, is_question, split_sentences
-
-    sentences = split_sentences(query)
-    asks = [is_question(s) for s in sentences]
-    # "Which value was it?" asks about the sentence before it: that one is part of the question.
-    for i in range(len(sentences) - 1, 0, -1):
-        if asks[i] and depends_on_previous(sentences[i]):
-            asks[i - 1] = True
+    sentences, asks = _asked_sentences(query)
     weights: dict[str, float] = {}
     asks_any = any(asks)
     for sentence, asked in zip(sentences, asks, strict=True):
@@ -328,6 +322,31 @@ def _query_weights(query: str) -> Mapping[str, float]:
             if weights.get(w, 0.0) < weight:
                 weights[w] = weight
     return MappingProxyType(weights)
+
+
+def asked_text(query: str) -> str | None:
+    """What ``query`` asks: its question sentences and any they lean on (None: no question).
+
+    These are the sentences whose words :func:`query_weights` weighs fully. An embedder
+    compares passages and memories with this text, not with the small talk around it, and
+    pays for a dozen words instead of the whole turn.
+    """
+    sentences, asks = _asked_sentences(query)
+    if not any(asks):
+        return None
+    return " ".join(s for s, asked in zip(sentences, asks, strict=True) if asked)
+
+
+def _asked_sentences(query: str) -> tuple[list[str], list[bool]]:
+    from membrane.text.sentences import depends_on_previous, is_question, split_sentences
+
+    sentences = split_sentences(query)
+    asks = [is_question(s) for s in sentences]
+    # "Which value was it?" asks about the sentence before it: that one is part of the question.
+    for i in range(len(sentences) - 1, 0, -1):
+        if asks[i] and depends_on_previous(sentences[i]):
+            asks[i - 1] = True
+    return sentences, asks
 
 
 def lexical_scores(query: str, texts: Sequence[str], stats: Rarity) -> list[float]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from membrane.text.relevance import asked_text
+
 __all__ = ["Embedder", "SemanticCall", "SemanticRanker", "cosine"]
 
 Embedder = Callable[[list[str]], Sequence[Sequence[float]]]
@@ -63,11 +65,18 @@ class SemanticCall:
         self.used = False
 
     def order(self, query: str, texts: Sequence[str]) -> list[int] | None:
-        """Indices of ``texts``, most similar to ``query`` first (None when unavailable)."""
-        if self.error is not None:
+        """Indices of ``texts``, most similar to what ``query`` asks first.
+
+        Only the question sentences of ``query`` are embedded
+        (:func:`membrane.text.relevance.asked_text`): the part word matching weighs most, and
+        a fraction of the turn's length, which is what the model's time grows with. None when
+        ``query`` asks nothing (word matching alone decides) or the embedder failed.
+        """
+        asked = asked_text(query)
+        if self.error is not None or asked is None:
             return None
         try:
-            vectors = self._ranker.vectors([query, *texts])
+            vectors = self._ranker.vectors([asked, *texts])
         except Exception as exc:  # the caller's model: any failure falls back to words
             self.error = f"{type(exc).__name__}: {exc}"
             return None

@@ -28,6 +28,7 @@ from membrane.stages.history._recall import (
     PASSAGE_WORDS,
     Passage,
     RecalledPassage,
+    recall_candidates,
     select_passages,
 )
 
@@ -43,6 +44,7 @@ __all__ = [
     "Passage",
     "RecalledPassage",
     "index_digest",
+    "recall_candidates",
     "reference_cut",
     "render_index",
     "select_index_lines",

@@ -9,7 +9,7 @@ passage to its best sentence when the whole one does not fit.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,6 +28,7 @@ __all__ = [
     "RecalledPassage",
     "add_postings",
     "passages_of",
+    "recall_candidates",
     "recalled_whole",
     "score_passages",
     "select_passages",
@@ -41,6 +42,8 @@ _MESSAGE_CONTEXT_WEIGHT = 0.5
 # Recall looks at the best-scoring passages only, and stops when what is left of its room
 # could not hold a useful one.
 _MAX_RECALL_CANDIDATES = 48
+# A passage is a candidate when it scores this share of the best passage's score.
+MIN_RELATIVE_SCORE = 0.3
 _MAX_QUERY_WORDS = 16
 _MIN_USEFUL_PASSAGE_TOKENS = 12
 
@@ -179,20 +182,42 @@ def _best_sentence(passage: Passage, weights: Mapping[str, float], stats: TermSt
     return max(passage.sentences, key=score)
 
 
-def _ranked(
-    scores: Mapping[int, float],
-    floor: float,
-    extra_ranking: Sequence[int] | None,
+def recall_candidates(
+    tracker: HistoryTracker,
+    query: str,
+    *,
+    min_score: float = 0.0,
+    min_relative_score: float = MIN_RELATIVE_SCORE,
 ) -> list[int]:
-    """Pids scoring at least ``floor``, best first (then newest), fused with ``extra_ranking``."""
+    """The dropped passages recall may bring back for ``query``: pids, best word match first.
+
+    A passage qualifies when it scores at least ``min_relative_score`` of the best score, and
+    only when the best reaches ``min_score``; ties go to the newest. Every other vote (an
+    embedder's) only reorders these, so nothing outside them needs ranking.
+    """
+    scores = tracker.score_passages(query)
+    if not scores:
+        return []
+    best = max(scores.values())
+    if best < min_score:
+        return []
+    floor = best * min_relative_score
     # Best score first, then the newest: sorted as (-score, -pid) pairs.
-    ranked = [
-        -negated for _, negated in sorted([(-s, -pid) for pid, s in scores.items() if s >= floor])
-    ]
-    if extra_ranking is not None:
-        allowed = set(ranked)
-        ranked = rank_fusion([ranked, [p for p in extra_ranking if p in allowed]])
-    return ranked
+    ranked = sorted([(-s, -pid) for pid, s in scores.items() if s >= floor])
+    return [-negated for _, negated in ranked]
+
+
+def _all_fit(
+    tracker: HistoryTracker, ranked: Sequence[int], budget: int, max_passages: int | None
+) -> bool:
+    """Whether every candidate is taken whole in any order (so no order needs asking for)."""
+    if len(ranked) > _MAX_RECALL_CANDIDATES or (
+        max_passages is not None and len(ranked) > max_passages
+    ):
+        return False
+    # With this much room, the loop in select_passages never stops early nor cuts a passage.
+    total = sum(tracker.recalled(pid).tokens for pid in ranked)
+    return total + _MIN_USEFUL_PASSAGE_TOKENS <= budget
 
 
 def select_passages(
@@ -202,24 +227,28 @@ def select_passages(
     *,
     limit: int,
     count: Count,
-    extra_ranking: Sequence[int] | None = None,
-    min_relative_score: float = 0.3,
+    extra_ranking: Callable[[], Sequence[int] | None] | None = None,
+    min_relative_score: float = MIN_RELATIVE_SCORE,
     max_passages: int | None = None,
     min_score: float = 0.0,
 ) -> list[RecalledPassage]:
     """The best-matching dropped passages that fit ``min(room, limit)`` tokens.
 
-    Passages rank by shared rare words with ``query``, then recency. ``extra_ranking`` (pids,
-    best first, e.g. from an embedder) is fused in as a second vote.
+    Passages rank by shared rare words with ``query``, then recency. ``extra_ranking`` gives
+    a second vote (pids, best first, e.g. from an embedder) that is fused in; it is called only
+    when the order can matter, not when every candidate fits whole.
     """
     budget = min(room, limit)
-    scores = tracker.score_passages(query)
-    if not scores or budget <= 0:
+    if budget <= 0:
         return []
-    best = max(scores.values())
-    if best < min_score:
-        return []
-    ranked = _ranked(scores, best * min_relative_score, extra_ranking)
+    ranked = recall_candidates(
+        tracker, query, min_score=min_score, min_relative_score=min_relative_score
+    )
+    if extra_ranking is not None and not _all_fit(tracker, ranked, budget, max_passages):
+        order = extra_ranking()
+        if order is not None:
+            allowed = set(ranked)
+            ranked = rank_fusion([ranked, [p for p in order if p in allowed]])
     weights = query_weights(query)
     chosen: list[RecalledPassage] = []
     used = 0
