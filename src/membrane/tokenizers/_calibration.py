@@ -64,10 +64,11 @@ class ScaleCalibration:
             mean = self.mean + _SMOOTHING * delta
             variance = (1 - _SMOOTHING) * (self.variance + _SMOOTHING * delta * delta)
         margin = min(_SPREAD_FACTOR * math.sqrt(variance), _MAX_MARGIN)
-        target = _step_up(mean + margin)
+        # Clamped before the fall test, so a clamp cannot make a fall smaller than the threshold.
+        target = min(max(_step_up(mean + margin), SCALE_MIN), SCALE_MAX)
         scale = self.scale
         if target > scale or scale - target >= _FALL_THRESHOLD:
-            scale = min(max(target, SCALE_MIN), SCALE_MAX)
+            scale = target
         return replace(self, scale=scale, samples=self.samples + 1, mean=mean, variance=variance)
 
     def to_dict(self) -> dict[str, Any]:
