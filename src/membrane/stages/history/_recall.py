@@ -9,13 +9,19 @@ passage to its best sentence when the whole one does not fit.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from membrane.prompt_text import recalled_line
 from membrane.stages.history._shared import Count, is_request
-from membrane.text.relevance import TermStats, content_words, query_weights, rank_fusion
+from membrane.text.relevance import (
+    TermStats,
+    content_word_set,
+    content_words,
+    query_weights,
+    rank_fusion,
+)
 from membrane.text.sentences import is_question, split_sentences
 
 if TYPE_CHECKING:
@@ -26,11 +32,15 @@ __all__ = [
     "Passage",
     "Postings",
     "RecalledPassage",
+    "WindowCover",
     "add_postings",
     "passages_of",
+    "recall_reason",
     "recalled_whole",
     "score_passages",
     "select_passages",
+    "telling_words",
+    "window_cover",
 ]
 
 PASSAGE_WORDS = 60
@@ -58,6 +68,17 @@ class Passage:
     text: str
     tokens: int
     sentences: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowCover:
+    """What the kept window already holds of a query, by the votes recall scores with.
+
+    ``missing`` maps each of the query's telling words that no kept message holds to its
+    weight; a dropped passage adds to the window only what it holds of those.
+    """
+
+    missing: Mapping[str, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +166,15 @@ def _gains(
     context[current] = context.get(current, 0.0) + best
 
 
+def telling_words(query: str, stats: TermStats) -> dict[str, float]:
+    """The query's most telling words, most telling first, each with its weight times rarity."""
+    weights = query_weights(query)
+    rarity = stats.idfs(weights)
+    # Most telling first: by weight, then by word (negated, so plain tuple order does it).
+    ranked = sorted([(-(q * r), w) for (w, q), r in zip(weights.items(), rarity, strict=True)])
+    return {w: -negated for negated, w in ranked[:_MAX_QUERY_WORDS]}
+
+
 def score_passages(
     passages: Sequence[Passage], postings: Postings, stats: TermStats, query: str
 ) -> dict[int, float]:
@@ -155,20 +185,60 @@ def score_passages(
     part that names the record. Only the query's most telling words are looked up, which
     bounds the work however long the conversation grows.
     """
-    weights = query_weights(query)
-    rarity = stats.idfs(weights)
-    # Most telling first: by weight, then by word (negated, so plain tuple order does it).
-    ranked = sorted([(-(q * r), w) for (w, q), r in zip(weights.items(), rarity, strict=True)])
     own: dict[int, float] = {}
     context: dict[int, float] = {}
-    for negated, w in ranked[:_MAX_QUERY_WORDS]:
+    for w, weight in telling_words(query, stats).items():
         posting = postings.get(w)
         if posting and len(posting) <= _MAX_POSTINGS_SCANNED:
-            _gains(posting, -negated, own, context)
+            _gains(posting, weight, own, context)
     return {
         pid: score + _MESSAGE_CONTEXT_WEIGHT * context[passages[pid].message]
         for pid, score in own.items()
     }
+
+
+def window_cover(texts: Iterable[str], query: str, stats: TermStats) -> WindowCover:
+    """The query's telling words that none of ``texts`` (the kept messages) holds."""
+    missing = telling_words(query, stats)
+    for text in texts:
+        if not missing:
+            break
+        words = content_word_set(text)
+        missing = {w: weight for w, weight in missing.items() if w not in words}
+    return WindowCover(missing)
+
+
+def _gain(passage: Passage, missing: Mapping[str, float]) -> float:
+    """The weight of the telling words ``passage`` holds that the window lacks."""
+    words = content_word_set(passage.text)
+    return math.fsum(weight for w, weight in missing.items() if w in words)
+
+
+def _needed(
+    tracker: HistoryTracker, query: str, cover: WindowCover | None, min_score: float
+) -> dict[int, float]:
+    """The scores of the dropped passages that match ``query`` and add what the window lacks."""
+    scores = tracker.score_passages(query)
+    if not scores or max(scores.values()) < min_score:
+        return {}
+    if cover is None:
+        return scores
+    passages = tracker.passages
+    return {pid: s for pid, s in scores.items() if _gain(passages[pid], cover.missing) >= min_score}
+
+
+def recall_reason(
+    tracker: HistoryTracker, query: str, cover: WindowCover | None, min_score: float
+) -> str:
+    """Why recall has passages to offer ``query``: ``"needed"``, or why not.
+
+    ``"no_match"``: no dropped passage shares enough telling words with the query;
+    ``"window_holds"``: those that do add nothing the kept window lacks.
+    """
+    if _needed(tracker, query, cover, min_score):
+        return "needed"
+    scores = tracker.score_passages(query)
+    return "window_holds" if scores and max(scores.values()) >= min_score else "no_match"
 
 
 def _best_sentence(passage: Passage, weights: Mapping[str, float], stats: TermStats) -> str:
@@ -206,19 +276,20 @@ def select_passages(
     min_relative_score: float = 0.3,
     max_passages: int | None = None,
     min_score: float = 0.0,
+    cover: WindowCover | None = None,
 ) -> list[RecalledPassage]:
     """The best-matching dropped passages that fit ``min(room, limit)`` tokens.
 
     Passages rank by shared rare words with ``query``, then recency. ``extra_ranking`` (pids,
-    best first, e.g. from an embedder) is fused in as a second vote.
+    best first, e.g. from an embedder) is fused in as a second vote. With ``cover`` (what the
+    kept window holds), only passages holding at least ``min_score`` of the telling words the
+    window lacks come back.
     """
     budget = min(room, limit)
-    scores = tracker.score_passages(query)
+    scores = _needed(tracker, query, cover, min_score)
     if not scores or budget <= 0:
         return []
     best = max(scores.values())
-    if best < min_score:
-        return []
     ranked = _ranked(scores, best * min_relative_score, extra_ranking)
     weights = query_weights(query)
     chosen: list[RecalledPassage] = []
