@@ -74,11 +74,13 @@ class Passage:
 class WindowCover:
     """What the kept window already holds of a query, by the votes recall scores with.
 
-    ``missing`` maps each of the query's telling words that no kept message holds to its
-    weight; a dropped passage adds to the window only what it holds of those.
+    ``telling`` maps the query's telling words to their weights; ``held`` lists, for each
+    kept message holding some of them, which ones. A dropped passage adds to the window what
+    it holds of them beyond the kept message that holds most of the same words.
     """
 
-    missing: Mapping[str, float]
+    telling: Mapping[str, float]
+    held: tuple[frozenset[str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,20 +200,23 @@ def score_passages(
 
 
 def window_cover(texts: Iterable[str], query: str, stats: TermStats) -> WindowCover:
-    """The query's telling words that none of ``texts`` (the kept messages) holds."""
-    missing = telling_words(query, stats)
-    for text in texts:
-        if not missing:
-            break
-        words = content_word_set(text)
-        missing = {w: weight for w, weight in missing.items() if w not in words}
-    return WindowCover(missing)
+    """The query's telling words, and which of them each of ``texts`` (kept messages) holds."""
+    telling = telling_words(query, stats)
+    held = dict.fromkeys(frozenset(telling.keys() & content_word_set(text)) for text in texts)
+    return WindowCover(telling, tuple(h for h in held if h))
 
 
-def _gain(passage: Passage, missing: Mapping[str, float]) -> float:
-    """The weight of the telling words ``passage`` holds that the window lacks."""
-    words = content_word_set(passage.text)
-    return math.fsum(weight for w, weight in missing.items() if w in words)
+def _gain(passage: Passage, cover: WindowCover) -> float:
+    """What ``passage`` holds of the telling words beyond the best-matching kept message."""
+    weights = cover.telling
+    shared = frozenset(weights.keys() & content_word_set(passage.text))
+    if not shared:
+        return 0.0
+
+    def weight(words: frozenset[str]) -> float:
+        return math.fsum(weights[w] for w in sorted(words))
+
+    return weight(shared) - max((weight(shared & held) for held in cover.held), default=0.0)
 
 
 def _needed(
@@ -224,7 +229,7 @@ def _needed(
     if cover is None:
         return scores
     passages = tracker.passages
-    return {pid: s for pid, s in scores.items() if _gain(passages[pid], cover.missing) >= min_score}
+    return {pid: s for pid, s in scores.items() if _gain(passages[pid], cover) >= min_score}
 
 
 def recall_reason(
