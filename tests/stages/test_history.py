@@ -674,6 +674,7 @@ def test_window_cover_lists_the_telling_words_each_kept_text_holds(
     cover = window_cover(kept, question, stats)
     telling = telling_words(question, stats)
     assert cover.telling == telling
-    expected = {frozenset(telling.keys() & set(content_words(text))) for text in kept}
+    # The texts are statements, so each word they hold weighs 1.
+    expected = {frozenset((w, 1.0) for w in telling if w in content_words(text)) for text in kept}
     assert set(cover.held) == expected - {frozenset()}
     assert len(cover.held) == len(set(cover.held))

@@ -17,7 +17,6 @@ from membrane.prompt_text import recalled_line
 from membrane.stages.history._shared import Count, is_request
 from membrane.text.relevance import (
     TermStats,
-    content_word_set,
     content_words,
     query_weights,
     rank_fusion,
@@ -75,12 +74,13 @@ class WindowCover:
     """What the kept window already holds of a query, by the votes recall scores with.
 
     ``telling`` maps the query's telling words to their weights; ``held`` lists, for each
-    kept message holding some of them, which ones. A dropped passage adds to the window what
-    it holds of them beyond the kept message that holds most of the same words.
+    kept message stating some of them, those words with their sentence weights (as a
+    passage's postings weigh them). A dropped passage adds to the window what it states of
+    the telling words beyond the kept message that states most of the same.
     """
 
     telling: Mapping[str, float]
-    held: tuple[frozenset[str], ...]
+    held: tuple[frozenset[tuple[str, float]], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,18 +126,26 @@ def passages_of(unit: int, message: int, role: str, text: str, count: Count) -> 
     return out
 
 
-def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
-    """File passage ``pid`` under each word it states (a question's words count half)."""
+def stated_words(sentences: Iterable[str]) -> dict[str, float]:
+    """Each content word ``sentences`` state, weighing 1, or half when only a question has it.
+
+    A longer question (a request) states nothing: it asks for the answer, it does not hold it.
+    """
     weights: dict[str, float] = {}
-    for sentence in passage.sentences:
+    for sentence in sentences:
         if is_request(sentence):
-            continue  # a question asks for the answer; it does not hold it
+            continue
         weight = _QUESTION_WEIGHT if is_question(sentence) else 1.0
         for w in content_words(sentence):
             if weights.get(w, 0.0) < weight:
                 weights[w] = weight
+    return weights
+
+
+def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
+    """File passage ``pid`` under each word it states (a question's words count half)."""
     message = passage.message
-    for w, weight in weights.items():
+    for w, weight in stated_words(passage.sentences).items():
         postings.setdefault(w, []).append((pid, message, weight))
 
 
@@ -200,23 +208,28 @@ def score_passages(
 
 
 def window_cover(texts: Iterable[str], query: str, stats: TermStats) -> WindowCover:
-    """The query's telling words, and which of them each of ``texts`` (kept messages) holds."""
+    """The query's telling words, and which of them each of ``texts`` (kept messages) states."""
     telling = telling_words(query, stats)
-    held = dict.fromkeys(frozenset(telling.keys() & content_word_set(text)) for text in texts)
-    return WindowCover(telling, tuple(h for h in held if h))
+    held: dict[frozenset[tuple[str, float]], None] = {}
+    for text in texts:
+        stated = stated_words(split_sentences(text))
+        found = frozenset((w, stated[w]) for w in telling if w in stated)
+        if found:
+            held[found] = None
+    return WindowCover(telling, tuple(held))
 
 
 def _gain(passage: Passage, cover: WindowCover) -> float:
-    """What ``passage`` holds of the telling words beyond the best-matching kept message."""
+    """What ``passage`` states of the telling words beyond the best-matching kept message."""
     weights = cover.telling
-    shared = frozenset(weights.keys() & content_word_set(passage.text))
+    stated = stated_words(passage.sentences)
+    shared = {w: weights[w] * stated[w] for w in sorted(weights.keys() & stated.keys())}
     if not shared:
         return 0.0
-
-    def weight(words: frozenset[str]) -> float:
-        return math.fsum(weights[w] for w in sorted(words))
-
-    return weight(shared) - max((weight(shared & held) for held in cover.held), default=0.0)
+    best = 0.0
+    for held in cover.held:
+        best = max(best, math.fsum(min(shared.get(w, 0.0), weights[w] * h) for w, h in held))
+    return math.fsum(shared.values()) - best
 
 
 def _needed(
