@@ -219,13 +219,10 @@ def window_cover(texts: Iterable[str], query: str, stats: TermStats) -> WindowCo
     return WindowCover(telling, tuple(held))
 
 
-def _gain(passage: Passage, cover: WindowCover) -> float:
-    """What ``passage`` states of the telling words beyond the best-matching kept message."""
+def _gain(stated: Mapping[str, float], cover: WindowCover) -> float:
+    """What ``stated`` (telling word -> sentence weight) adds beyond the best kept message."""
     weights = cover.telling
-    stated = stated_words(passage.sentences)
-    shared = {w: weights[w] * stated[w] for w in sorted(weights.keys() & stated.keys())}
-    if not shared:
-        return 0.0
+    shared = {w: weights[w] * h for w, h in sorted(stated.items())}
     best = 0.0
     for held in cover.held:
         best = max(best, math.fsum(min(shared.get(w, 0.0), weights[w] * h) for w, h in held))
@@ -235,14 +232,25 @@ def _gain(passage: Passage, cover: WindowCover) -> float:
 def _needed(
     tracker: HistoryTracker, query: str, cover: WindowCover | None, min_score: float
 ) -> dict[int, float]:
-    """The scores of the dropped passages that match ``query`` and add what the window lacks."""
+    """The scores of the dropped passages that match ``query`` and add what the window lacks.
+
+    A passage is judged with its whole message, as its score counts the message's context:
+    the part of a tool result that holds a value comes back with the part that names it.
+    """
     scores = tracker.score_passages(query)
     if not scores or max(scores.values()) < min_score:
         return {}
     if cover is None:
         return scores
-    passages = tracker.passages
-    return {pid: s for pid, s in scores.items() if _gain(passages[pid], cover) >= min_score}
+    passages, telling = tracker.passages, cover.telling
+    by_message: dict[int, dict[str, float]] = {}
+    for pid in scores:
+        stated = stated_words(passages[pid].sentences)
+        message = by_message.setdefault(passages[pid].message, {})
+        for w in telling.keys() & stated.keys():
+            message[w] = max(message.get(w, 0.0), stated[w])
+    gains = {message: _gain(stated, cover) for message, stated in by_message.items()}
+    return {pid: s for pid, s in scores.items() if gains[passages[pid].message] >= min_score}
 
 
 def recall_reason(
