@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from membrane.messages import message_text
 from membrane.prompt_text import RECALL_HEADER
 from membrane.records import TIER_PROCEDURAL
 from membrane.stages.firewall import (
@@ -23,10 +24,18 @@ from membrane.stages.firewall import (
     shed_to_fit,
     thin_lines,
 )
-from membrane.stages.history import HistoryTracker, RecalledPassage, select_passages
+from membrane.stages.history import (
+    HistoryTracker,
+    RecalledPassage,
+    WindowCover,
+    recall_reason,
+    select_passages,
+    window_cover,
+)
 from membrane.stages.window import HistoryWindow
 from membrane.text.relevance import CombinedStats, TermStats
 from membrane.text.semantic import SemanticCall
+from membrane.text.sentences import is_question, split_sentences
 from membrane.tokenizers import MemoizedCounter
 
 __all__ = ["FittedTail", "TailInput", "TailSettings", "fit_tail"]
@@ -63,6 +72,7 @@ class FittedTail:
     text: str
     tokens: int
     choice: list[FitChoice]
+    recall_reason: str | None = None
 
 
 def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> FittedTail:
@@ -70,14 +80,8 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
     count, overhead = turn.counter.count, settings.message_overhead_tokens
     before_tail = count(window.system_text) + overhead + window.kept_tokens + overhead
     room = turn.budget_counted - before_tail - count(turn.end_text) - 2
-    tracker = window.tracker
-    if not (
-        settings.recall_evicted_history
-        and tracker is not None
-        and tracker.passages
-        and window.dropped_messages > 0
-    ):
-        tracker = None
+    reason, cover = _recall_need(turn, window, settings)
+    tracker = window.tracker if reason in ("needed", "no_match") else None
     passage_order = _passage_order(tracker, turn) if tracker is not None else None
     header = count(RECALL_HEADER) + 2
     memory_tokens = sum(count(line) + 1 for line in turn.offer.lines())
@@ -94,6 +98,7 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
             extra_ranking=passage_order,
             max_passages=1,
             min_score=PIN_MIN_SCORE,
+            cover=cover,
         )
     reserved = header + sum(p.tokens for p in anchor) if anchor else 0
     ranking, stats = _rank(turn, window.tracker, memory_tokens, room - reserved, settings)
@@ -118,6 +123,7 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
                 count=count,
                 extra_ranking=passage_order,
                 min_score=PIN_MIN_SCORE,
+                cover=cover,
             )
             or anchor
         )
@@ -128,7 +134,31 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
     text, tokens = shed_to_fit(
         tail, turn.budget_counted - before_tail, turn.counter.count_lines, priority
     )
-    return FittedTail(tail, text, tokens, list(choice))
+    if reason == "needed":
+        reason = "recalled" if tail.passages else "no_room"
+    return FittedTail(tail, text, tokens, list(choice), reason)
+
+
+def _recall_need(
+    turn: TailInput, window: HistoryWindow, settings: TailSettings
+) -> tuple[str | None, WindowCover | None]:
+    """Whether recall has anything to add to the kept window, and what the window holds.
+
+    The reason is None when recall is off or nothing was dropped; otherwise ``"needed"``,
+    ``"no_match"`` or ``"window_holds"`` (see :func:`recall_reason`).
+    """
+    tracker = window.tracker
+    if not settings.recall_evicted_history or tracker is None:
+        return None, None
+    if not tracker.passages or window.dropped_messages <= 0:
+        return None, None
+    stats, query = tracker.stats, turn.user_message
+    cover = None
+    # Only a turn that asks nothing is checked against the window: a question's evidence often
+    # shares no word with it, so word cover would call it held (docs/benchmarks.md measures it).
+    if not any(is_question(s) for s in split_sentences(query)):
+        cover = window_cover((message_text(m) for m in window.kept), query, stats)
+    return recall_reason(tracker, query, cover, PIN_MIN_SCORE), cover
 
 
 def _rank(

@@ -28,7 +28,11 @@ from membrane.stages.history._recall import (
     PASSAGE_WORDS,
     Passage,
     RecalledPassage,
+    WindowCover,
+    recall_reason,
     select_passages,
+    telling_words,
+    window_cover,
 )
 
 __all__ = [
@@ -42,9 +46,13 @@ __all__ = [
     "IndexLine",
     "Passage",
     "RecalledPassage",
+    "WindowCover",
     "index_digest",
+    "recall_reason",
     "reference_cut",
     "render_index",
     "select_index_lines",
     "select_passages",
+    "telling_words",
+    "window_cover",
 ]
