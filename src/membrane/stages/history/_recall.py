@@ -77,8 +77,9 @@ class WindowCover:
 
     ``telling`` maps the query's telling words to their weights; ``held`` lists, for each
     kept message stating some of them, those words with their sentence weights (as a
-    passage's postings weigh them). A dropped passage adds to the window what it states of
-    the telling words beyond the kept message that states most of the same.
+    passage's postings weigh them). A dropped message adds to the window what it states of
+    the telling words beyond the kept message sharing the most of them (and at least
+    ``_MIN_HELD_WORDS``).
     """
 
     telling: Mapping[str, float]
@@ -313,8 +314,8 @@ def select_passages(
 
     Passages rank by shared rare words with ``query``, then recency. ``extra_ranking`` (pids,
     best first, e.g. from an embedder) is fused in as a second vote. With ``cover`` (what the
-    kept window holds), only passages holding at least ``min_score`` of the telling words the
-    window lacks come back.
+    kept window states), only passages whose message states at least ``min_score`` of telling
+    words beyond the kept message that shares most of them come back.
     """
     budget = min(room, limit)
     scores = _needed(tracker, query, cover, min_score)
