@@ -111,6 +111,7 @@ def render_end(
         stable_prefix_messages=1 + len(window.kept),
         history_messages_dropped=window.dropped_messages,
         history_messages_recalled=len(tail.passages),
+        history_recall_reason=fitted.recall_reason,
         history_index_lines=window.index_lines,
         history_index_tokens=window.index_tokens,
         history_turn_local_drop=window.turn_local_drop,

@@ -248,6 +248,9 @@ class CompileReport:
     budget_exceeded: bool
     history_messages_dropped: int = 0
     history_messages_recalled: int = 0
+    #: Why recall fired or not: "recalled", "no_room", "window_holds" or "no_match" (None
+    #: when recall is off or nothing was dropped).
+    history_recall_reason: str | None = None
     history_index_lines: int = 0
     history_index_tokens: int = 0
     history_turn_local_drop: int = 0
@@ -286,6 +289,8 @@ class CompileReport:
             md["stable_prefix_messages"] = self.stable_prefix_messages
             md["history_messages_dropped"] = self.history_messages_dropped
             md["history_messages_recalled"] = self.history_messages_recalled
+            if self.history_recall_reason is not None:
+                md["history_recall_reason"] = self.history_recall_reason
             md["history_index_lines"] = self.history_index_lines
             md["history_index_tokens"] = self.history_index_tokens
         md["retrieval_summary"] = {
@@ -367,6 +372,7 @@ class CompileReport:
             budget_exceeded=bool(md.get("budget_exceeded", False)),
             history_messages_dropped=int(md.get("history_messages_dropped", 0)),
             history_messages_recalled=int(md.get("history_messages_recalled", 0)),
+            history_recall_reason=md.get("history_recall_reason"),
             history_index_lines=int(md.get("history_index_lines", 0)),
             history_index_tokens=int(md.get("history_index_tokens", 0)),
             history_turn_local_drop=int(md.get("history_turn_local_drop", 0)),

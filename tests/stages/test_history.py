@@ -14,12 +14,15 @@ from membrane.messages import group_units, message_text
 from membrane.records import MemoryItem
 from membrane.stages.history import (
     INDEX_HEADER,
+    RECALL_HEADER,
     HistoryTracker,
     reference_cut,
     select_index_lines,
+    telling_words,
+    window_cover,
 )
 from membrane.stages.history._cut import _sentence_words
-from membrane.text.relevance import content_words, query_weights
+from membrane.text.relevance import TermStats, content_words, query_weights
 from membrane.tokenizers import count_tokens
 from tests.strategies import WORDS, conversations
 
@@ -601,3 +604,82 @@ def test_a_long_quoted_question_is_a_request_like_a_plain_one() -> None:
     message = f"{asked} {fact}"
     line = index_digest(message, TermStats([message]), count_tokens, 40)
     assert line == fact
+
+
+def _depot_chat(restated: bool) -> list[dict[str, Any]]:
+    """The depot's code is said first, then long filler; ``restated`` repeats it near the end."""
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "The parcel trace code for the Osaka depot is PT-5531."},
+        {"role": "assistant", "content": "Noted."},
+    ]
+    for i in range(30):
+        history.append({"role": "user", "content": f"Weather note {i}: " + "cloudy skies " * 30})
+        history.append({"role": "assistant", "content": f"Reply {i}: " + "understood " * 20})
+    if restated:
+        reminder = "Reminder: the parcel trace code of the Osaka depot is PT-5531."
+        history.append({"role": "user", "content": reminder})
+        history.append({"role": "assistant", "content": "Thanks."})
+    return history
+
+
+_DEPOT_QUESTION = "What was the parcel trace code of the Osaka depot?"
+_DEPOT_STATEMENT = "I am sending the parcel to the Osaka depot, trace code included."
+
+
+@pytest.mark.parametrize(
+    ("restated", "turn", "reason", "recalled"),
+    [
+        (False, _DEPOT_QUESTION, "recalled", True),
+        (False, _DEPOT_STATEMENT, "recalled", True),
+        # The window restates the fact: a turn that asks nothing recalls nothing more ...
+        (True, _DEPOT_STATEMENT, "window_holds", False),
+        # ... while a question still recalls (word cover misjudges a question's evidence).
+        (True, _DEPOT_QUESTION, "recalled", True),
+        (False, "Which violin did the orchestra tune?", "no_match", False),
+    ],
+)
+def test_recall_skips_what_the_kept_window_states_on_turns_that_ask_nothing(
+    restated: bool, turn: str, reason: str, recalled: bool
+) -> None:
+    compiler = ContextCompiler(1500, core_content="Assistant.", token_scale=1.0)
+    result = compiler.compile([], turn, conversation_messages=_depot_chat(restated))
+    md = result.metadata
+    assert md["history_messages_dropped"] > 0
+    assert md["history_recall_reason"] == reason
+    assert (md["history_messages_recalled"] > 0) is recalled
+    assert (RECALL_HEADER in result.messages[-1]["content"]) is recalled
+    if "Osaka" in turn:  # the code is in the prompt either way: recalled, or in the window
+        assert any("PT-5531" in message_text(m) for m in result.messages)
+
+
+def test_recall_reason_is_absent_when_nothing_was_dropped_or_recall_is_off() -> None:
+    short = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi."}]
+    on = ContextCompiler(1500, core_content="Assistant.", token_scale=1.0)
+    md = on.compile([], "Hi?", conversation_messages=short).metadata
+    assert "history_recall_reason" not in md
+    off = ContextCompiler(
+        1500, core_content="Assistant.", token_scale=1.0, recall_evicted_history=False
+    )
+    md = off.compile(
+        [], "What was the Osaka depot code?", conversation_messages=_depot_chat(False)
+    ).metadata
+    assert md["history_messages_dropped"] > 0 and "history_recall_reason" not in md
+
+
+@given(
+    texts=st.lists(st.lists(st.sampled_from(WORDS), max_size=8), max_size=6),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=8),
+)
+def test_window_cover_lists_the_telling_words_each_kept_text_holds(
+    texts: list[list[str]], query: list[str]
+) -> None:
+    stats = TermStats([" ".join(t) for t in texts])
+    question = " ".join(query) + "?"
+    kept = [" ".join(t) for t in texts]
+    cover = window_cover(kept, question, stats)
+    telling = telling_words(question, stats)
+    assert cover.telling == telling
+    # The texts are statements, so each word they hold weighs 1.
+    expected = {frozenset((w, 1.0) for w in telling if w in content_words(text)) for text in kept}
+    assert set(cover.held) == expected - {frozenset()}
+    assert len(cover.held) == len(set(cover.held))

@@ -11,6 +11,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from membrane.messages import message_text
 from membrane.prompt_text import RECALL_HEADER
 from membrane.records import TIER_PROCEDURAL
 from membrane.stages.firewall import (
@@ -28,12 +29,16 @@ from membrane.stages.firewall import (
 from membrane.stages.history import (
     HistoryTracker,
     RecalledPassage,
+    WindowCover,
     recall_candidates,
+    recall_reason,
     select_passages,
+    window_cover,
 )
 from membrane.stages.window import HistoryWindow
 from membrane.text.relevance import CombinedStats, TermStats
 from membrane.text.semantic import SemanticCall
+from membrane.text.sentences import is_question, split_sentences
 from membrane.tokenizers import MemoizedCounter
 
 __all__ = ["EMBEDDED_PASSAGES", "FittedTail", "TailInput", "TailSettings", "fit_tail"]
@@ -74,6 +79,7 @@ class FittedTail:
     text: str
     tokens: int
     choice: list[FitChoice]
+    recall_reason: str | None = None
 
 
 def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> FittedTail:
@@ -81,17 +87,11 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
     count, overhead = turn.counter.count, settings.message_overhead_tokens
     before_tail = count(window.system_text) + overhead + window.kept_tokens + overhead
     room = turn.budget_counted - before_tail - count(turn.end_text) - 2
-    tracker = window.tracker
-    if not (
-        settings.recall_evicted_history
-        and tracker is not None
-        and tracker.passages
-        and window.dropped_messages > 0
-    ):
-        tracker = None
+    reason, cover = _recall_need(turn, window, settings)
+    tracker = window.tracker if reason in ("needed", "no_match") else None
     passage_order = None
     if tracker is not None and turn.semantic is not None:
-        passage_order = _passage_order(tracker, turn.user_message, turn.semantic)
+        passage_order = _passage_order(tracker, turn.user_message, turn.semantic, cover)
     header = count(RECALL_HEADER) + 2
     memory_tokens = sum(count(line) + 1 for line in turn.offer.lines())
     anchor: list[RecalledPassage] = []
@@ -107,6 +107,7 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
             extra_ranking=passage_order,
             max_passages=1,
             min_score=PIN_MIN_SCORE,
+            cover=cover,
         )
     reserved = header + sum(p.tokens for p in anchor) if anchor else 0
     rules = turn.offer.rules
@@ -135,6 +136,7 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
                 count=count,
                 extra_ranking=passage_order,
                 min_score=PIN_MIN_SCORE,
+                cover=cover,
             )
             or anchor
         )
@@ -147,7 +149,31 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
     text, tokens = shed_to_fit(
         tail, turn.budget_counted - before_tail, turn.counter.count_lines, priority
     )
-    return FittedTail(tail, text, tokens, list(choice))
+    if reason == "needed":
+        reason = "recalled" if tail.passages else "no_room"
+    return FittedTail(tail, text, tokens, list(choice), reason)
+
+
+def _recall_need(
+    turn: TailInput, window: HistoryWindow, settings: TailSettings
+) -> tuple[str | None, WindowCover | None]:
+    """Whether recall has anything to add to the kept window, and what the window holds.
+
+    The reason is None when recall is off or nothing was dropped; otherwise ``"needed"``,
+    ``"no_match"`` or ``"window_holds"`` (see :func:`recall_reason`).
+    """
+    tracker = window.tracker
+    if not settings.recall_evicted_history or tracker is None:
+        return None, None
+    if not tracker.passages or window.dropped_messages <= 0:
+        return None, None
+    stats, query = tracker.stats, turn.user_message
+    cover = None
+    # Only a turn that asks nothing is checked against the window: a question's evidence often
+    # shares no word with it, so word cover would call it held (docs/benchmarks.md measures it).
+    if not any(is_question(s) for s in split_sentences(query)):
+        cover = window_cover((message_text(m) for m in window.kept), query, stats)
+    return recall_reason(tracker, query, cover, PIN_MIN_SCORE), cover
 
 
 def _rank(
@@ -181,7 +207,7 @@ def _rank(
 
 
 def _passage_order(
-    tracker: HistoryTracker, question: str, semantic: SemanticCall
+    tracker: HistoryTracker, question: str, semantic: SemanticCall, cover: WindowCover | None
 ) -> Callable[[], list[int] | None]:
     """The embedder's order of the passages recall may bring back, asked for on first use.
 
@@ -193,7 +219,7 @@ def _passage_order(
 
     @functools.cache
     def order() -> list[int] | None:
-        candidates = recall_candidates(tracker, question, min_score=PIN_MIN_SCORE)
+        candidates = recall_candidates(tracker, question, min_score=PIN_MIN_SCORE, cover=cover)
         candidates = candidates[:EMBEDDED_PASSAGES]
         if len(candidates) < 2:
             return None

@@ -28,8 +28,12 @@ from membrane.stages.history._recall import (
     PASSAGE_WORDS,
     Passage,
     RecalledPassage,
+    WindowCover,
     recall_candidates,
+    recall_reason,
     select_passages,
+    telling_words,
+    window_cover,
 )
 
 __all__ = [
@@ -43,10 +47,14 @@ __all__ = [
     "IndexLine",
     "Passage",
     "RecalledPassage",
+    "WindowCover",
     "index_digest",
     "recall_candidates",
+    "recall_reason",
     "reference_cut",
     "render_index",
     "select_index_lines",
     "select_passages",
+    "telling_words",
+    "window_cover",
 ]

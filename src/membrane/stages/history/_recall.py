@@ -9,13 +9,18 @@ passage to its best sentence when the whole one does not fit.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from membrane.prompt_text import recalled_line
 from membrane.stages.history._shared import Count, is_request
-from membrane.text.relevance import TermStats, content_words, query_weights, rank_fusion
+from membrane.text.relevance import (
+    TermStats,
+    content_words,
+    query_weights,
+    rank_fusion,
+)
 from membrane.text.sentences import is_question, split_sentences
 
 if TYPE_CHECKING:
@@ -26,12 +31,16 @@ __all__ = [
     "Passage",
     "Postings",
     "RecalledPassage",
+    "WindowCover",
     "add_postings",
     "passages_of",
     "recall_candidates",
+    "recall_reason",
     "recalled_whole",
     "score_passages",
     "select_passages",
+    "telling_words",
+    "window_cover",
 ]
 
 PASSAGE_WORDS = 60
@@ -46,6 +55,8 @@ _MAX_RECALL_CANDIDATES = 48
 MIN_RELATIVE_SCORE = 0.3
 _MAX_QUERY_WORDS = 16
 _MIN_USEFUL_PASSAGE_TOKENS = 12
+# A kept message holds what a dropped one states only when they share this many telling words.
+_MIN_HELD_WORDS = 2
 
 # word -> (pid, message, sentence weight) of each passage holding it, in pid order
 Postings = dict[str, list[tuple[int, int, float]]]
@@ -61,6 +72,21 @@ class Passage:
     text: str
     tokens: int
     sentences: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowCover:
+    """What the kept window already holds of a query, by the votes recall scores with.
+
+    ``telling`` maps the query's telling words to their weights; ``held`` lists, for each
+    kept message stating some of them, those words with their sentence weights (as a
+    passage's postings weigh them). A dropped message adds to the window what it states of
+    the telling words beyond the kept message sharing the most of them (and at least
+    ``_MIN_HELD_WORDS``).
+    """
+
+    telling: Mapping[str, float]
+    held: tuple[frozenset[tuple[str, float]], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,18 +132,26 @@ def passages_of(unit: int, message: int, role: str, text: str, count: Count) -> 
     return out
 
 
-def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
-    """File passage ``pid`` under each word it states (a question's words count half)."""
+def stated_words(sentences: Iterable[str]) -> dict[str, float]:
+    """Each content word ``sentences`` state, weighing 1, or half when only a question has it.
+
+    A longer question (a request) states nothing: it asks for the answer, it does not hold it.
+    """
     weights: dict[str, float] = {}
-    for sentence in passage.sentences:
+    for sentence in sentences:
         if is_request(sentence):
-            continue  # a question asks for the answer; it does not hold it
+            continue
         weight = _QUESTION_WEIGHT if is_question(sentence) else 1.0
         for w in content_words(sentence):
             if weights.get(w, 0.0) < weight:
                 weights[w] = weight
+    return weights
+
+
+def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
+    """File passage ``pid`` under each word it states (a question's words count half)."""
     message = passage.message
-    for w, weight in weights.items():
+    for w, weight in stated_words(passage.sentences).items():
         postings.setdefault(w, []).append((pid, message, weight))
 
 
@@ -148,6 +182,15 @@ def _gains(
     context[current] = context.get(current, 0.0) + best
 
 
+def telling_words(query: str, stats: TermStats) -> dict[str, float]:
+    """The query's most telling words, most telling first, each with its weight times rarity."""
+    weights = query_weights(query)
+    rarity = stats.idfs(weights)
+    # Most telling first: by weight, then by word (negated, so plain tuple order does it).
+    ranked = sorted([(-(q * r), w) for (w, q), r in zip(weights.items(), rarity, strict=True)])
+    return {w: -negated for negated, w in ranked[:_MAX_QUERY_WORDS]}
+
+
 def score_passages(
     passages: Sequence[Passage], postings: Postings, stats: TermStats, query: str
 ) -> dict[int, float]:
@@ -158,20 +201,79 @@ def score_passages(
     part that names the record. Only the query's most telling words are looked up, which
     bounds the work however long the conversation grows.
     """
-    weights = query_weights(query)
-    rarity = stats.idfs(weights)
-    # Most telling first: by weight, then by word (negated, so plain tuple order does it).
-    ranked = sorted([(-(q * r), w) for (w, q), r in zip(weights.items(), rarity, strict=True)])
     own: dict[int, float] = {}
     context: dict[int, float] = {}
-    for negated, w in ranked[:_MAX_QUERY_WORDS]:
+    for w, weight in telling_words(query, stats).items():
         posting = postings.get(w)
         if posting and len(posting) <= _MAX_POSTINGS_SCANNED:
-            _gains(posting, -negated, own, context)
+            _gains(posting, weight, own, context)
     return {
         pid: score + _MESSAGE_CONTEXT_WEIGHT * context[passages[pid].message]
         for pid, score in own.items()
     }
+
+
+def window_cover(texts: Iterable[str], query: str, stats: TermStats) -> WindowCover:
+    """The query's telling words, and which of them each of ``texts`` (kept messages) states."""
+    telling = telling_words(query, stats)
+    held: dict[frozenset[tuple[str, float]], None] = {}
+    for text in texts:
+        stated = stated_words(split_sentences(text))
+        found = frozenset((w, stated[w]) for w in telling if w in stated)
+        if found:
+            held[found] = None
+    return WindowCover(telling, tuple(held))
+
+
+def _gain(stated: Mapping[str, float], cover: WindowCover) -> float:
+    """What ``stated`` (telling word -> sentence weight) adds beyond the best kept message."""
+    weights = cover.telling
+    shared = {w: weights[w] * h for w, h in sorted(stated.items())}
+    best = 0.0
+    for held in cover.held:
+        # One shared word does not show that a kept message says the same thing.
+        if sum(1 for w, _ in held if w in shared) >= _MIN_HELD_WORDS:
+            overlap = math.fsum(min(shared.get(w, 0.0), weights[w] * h) for w, h in held)
+            best = max(best, overlap)
+    return math.fsum(shared.values()) - best
+
+
+def _needed(
+    tracker: HistoryTracker, query: str, cover: WindowCover | None, min_score: float
+) -> dict[int, float]:
+    """The scores of the dropped passages that match ``query`` and add what the window lacks.
+
+    A passage is judged with its whole message, as its score counts the message's context:
+    the part of a tool result that holds a value comes back with the part that names it.
+    """
+    scores = tracker.score_passages(query)
+    if not scores or max(scores.values()) < min_score:
+        return {}
+    if cover is None:
+        return scores
+    passages, telling = tracker.passages, cover.telling
+    by_message: dict[int, dict[str, float]] = {}
+    for pid in scores:
+        stated = stated_words(passages[pid].sentences)
+        message = by_message.setdefault(passages[pid].message, {})
+        for w in telling.keys() & stated.keys():
+            message[w] = max(message.get(w, 0.0), stated[w])
+    gains = {message: _gain(stated, cover) for message, stated in by_message.items()}
+    return {pid: s for pid, s in scores.items() if gains[passages[pid].message] >= min_score}
+
+
+def recall_reason(
+    tracker: HistoryTracker, query: str, cover: WindowCover | None, min_score: float
+) -> str:
+    """Why recall has passages to offer ``query``: ``"needed"``, or why not.
+
+    ``"no_match"``: no dropped passage shares enough telling words with the query;
+    ``"window_holds"``: those that do add nothing the kept window lacks.
+    """
+    if _needed(tracker, query, cover, min_score):
+        return "needed"
+    scores = tracker.score_passages(query)
+    return "window_holds" if scores and max(scores.values()) >= min_score else "no_match"
 
 
 def _best_sentence(passage: Passage, weights: Mapping[str, float], stats: TermStats) -> str:
@@ -188,20 +290,19 @@ def recall_candidates(
     *,
     min_score: float = 0.0,
     min_relative_score: float = MIN_RELATIVE_SCORE,
+    cover: WindowCover | None = None,
 ) -> list[int]:
     """The dropped passages recall may bring back for ``query``: pids, best word match first.
 
     A passage qualifies when it scores at least ``min_relative_score`` of the best score, and
-    only when the best reaches ``min_score``; ties go to the newest. Every other vote (an
+    only when the best reaches ``min_score`` (and, with ``cover``, only passages adding what the
+    kept window lacks); ties go to the newest. Every other vote (an
     embedder's) only reorders these, so nothing outside them needs ranking.
     """
-    scores = tracker.score_passages(query)
+    scores = _needed(tracker, query, cover, min_score)
     if not scores:
         return []
-    best = max(scores.values())
-    if best < min_score:
-        return []
-    floor = best * min_relative_score
+    floor = max(scores.values()) * min_relative_score
     # Best score first, then the newest: sorted as (-score, -pid) pairs.
     ranked = sorted([(-s, -pid) for pid, s in scores.items() if s >= floor])
     return [-negated for _, negated in ranked]
@@ -231,18 +332,21 @@ def select_passages(
     min_relative_score: float = MIN_RELATIVE_SCORE,
     max_passages: int | None = None,
     min_score: float = 0.0,
+    cover: WindowCover | None = None,
 ) -> list[RecalledPassage]:
     """The best-matching dropped passages that fit ``min(room, limit)`` tokens.
 
     Passages rank by shared rare words with ``query``, then recency. ``extra_ranking`` gives
     a second vote (pids, best first, e.g. from an embedder) that is fused in; it is called only
-    when the order can matter, not when every candidate fits whole.
+    when the order can matter, not when every candidate fits whole. With ``cover`` (what the
+    kept window states), only passages whose message states at least ``min_score`` of telling
+    words beyond the kept message that shares most of them come back.
     """
     budget = min(room, limit)
     if budget <= 0:
         return []
     ranked = recall_candidates(
-        tracker, query, min_score=min_score, min_relative_score=min_relative_score
+        tracker, query, min_score=min_score, min_relative_score=min_relative_score, cover=cover
     )
     if extra_ranking is not None and not _all_fit(tracker, ranked, budget, max_passages):
         order = extra_ranking()
