@@ -24,7 +24,7 @@ from membrane import CompileResult, ContextCompiler
 from membrane.state import StateStoreWarning
 from membrane.state.protocol import decode_state, encode_state
 from membrane.tokenizers import load_encoding
-from tests.adversarial.redis_proc import RedisProcess
+from tests.redis_process import RedisProcess
 
 MAX_TOKENS = 1200
 SCALE_KEY = "membrane:scale:"  # model_id None

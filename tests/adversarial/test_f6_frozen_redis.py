@@ -25,7 +25,7 @@ from membrane.state.redis import (
     get_ref_map_for_conversation,
     set_ref_map_for_conversation,
 )
-from tests.adversarial.redis_proc import RedisProcess
+from tests.redis_process import RedisProcess
 
 DEADLINE = 0.25
 CONVERSATION = "c9"

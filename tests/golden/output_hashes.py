@@ -22,8 +22,6 @@ import hashlib
 import io
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -357,38 +355,10 @@ def _options_case() -> Observation:
 
 @contextlib.contextmanager
 def _redis_server() -> Iterator[str]:
-    server = shutil.which("redis-server")
-    if server is None:
-        raise RuntimeError("redis-server is not installed; `make test` installs it")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    workdir = tempfile.mkdtemp()
-    proc = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", workdir],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    import redis
+    from tests.redis_process import RedisProcess
 
-    client = redis.Redis(host="127.0.0.1", port=port)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.exceptions.ConnectionError:
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise
-            time.sleep(0.05)
-    try:
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        client.close()
-        proc.kill()
-        proc.wait()
-        shutil.rmtree(workdir, ignore_errors=True)
+    with RedisProcess() as server:
+        yield server.url
 
 
 def _redis_case() -> Observation:

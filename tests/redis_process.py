@@ -1,7 +1,8 @@
-"""A private redis-server on a free loopback port that a test may freeze (SIGSTOP) and kill.
+"""A private redis-server on a free loopback port, which a test may freeze (SIGSTOP) and kill.
 
-Tests that stop or kill the server cannot share the session's server, so each gets its own.
-Every signal goes to this process's own child, by PID.
+The session's shared server (tests/state/conftest.py), the output-hash corpus and the tests
+that stop or kill their own server all start it here. Every signal goes to this process's own
+child, by PID.
 """
 
 from __future__ import annotations
