@@ -9,9 +9,9 @@ Sessions: a move breaks the provider's cached prefix, unless the cache has expir
 That is so at a session boundary: before a unit whose first message is stamped more than
 :data:`membrane.config.PROMPT_CACHE_TTL_SECONDS` after the message before it (see
 :mod:`membrane.messages._time`), or at the end of the history on a compile the caller marks
-``new_session=True``. There the cut moves early when the kept part has no room for another
-session as long as the one that just ended (at most a chunk): it drops the oldest units until
-that room is free, so the next session's turns rarely force a move while its cache is warm.
+``new_session=True``. There the cut moves early when the kept part has no room for one more
+chunk: it drops the oldest units until it has, so the next session's turns rarely force a
+move while their cache is warm.
 
 :class:`HistoryTracker` is the incremental form of that replay (work per turn is the new
 messages); :func:`reference_cut` is the slow, obvious form the tests compare it with. Each
@@ -69,20 +69,16 @@ def reference_cut(
 
     ``boundaries`` holds the session boundaries, each as the number of units before it.
     """
-    cut, kept, session, events = 0, 0, 0, []
+    cut, kept, events = 0, 0, []
     for i in range(len(unit_tokens) + 1):
-        if i in boundaries and i > 0:
-            room = min(session, chunk)
-            if kept + room > share and cut < i:
-                while cut < i and kept + room > share:
-                    kept -= unit_tokens[cut]
-                    cut += 1
-                events.append(CutEvent(seen=i, cut=cut))
-            session = 0
+        if i in boundaries and i > 0 and kept + chunk > share and cut < i:
+            while cut < i and kept + chunk > share:
+                kept -= unit_tokens[cut]
+                cut += 1
+            events.append(CutEvent(seen=i, cut=cut))
         if i == len(unit_tokens):
             break
         kept += unit_tokens[i]
-        session += unit_tokens[i]
         if kept > share:
             dropped = 0
             while cut <= i and (dropped < chunk or kept > share):
@@ -116,9 +112,9 @@ class HistoryTracker:
 
     Feed it the whole history each turn with :meth:`update`; it checks that what it saw before
     is still the start of the history (otherwise it starts over) and processes only the rest.
-    ``boundary``, ``session_tokens``, ``session_moves`` and ``mid_session_moves`` are the
-    session state (see the module): the units before the last session boundary (-1: none
-    yet), the tokens added since, and how many cut moves fell on a boundary or between two.
+    ``boundary``, ``session_moves`` and ``mid_session_moves`` are the session state (see the
+    module): the units before the last session boundary (-1: none yet), and how many cut
+    moves fell on a boundary or between two.
     """
 
     share: int
@@ -134,7 +130,6 @@ class HistoryTracker:
     total_tokens: int = 0
     events: list[CutEvent] = field(default_factory=list)
     boundary: int = -1
-    session_tokens: int = 0
     session_moves: int = 0
     mid_session_moves: int = 0
     lines: list[IndexLine] = field(default_factory=list)
@@ -201,7 +196,6 @@ class HistoryTracker:
                     self.stats.add_words(content_word_set(text))
             self.kept_tokens += tokens
             self.total_tokens += tokens
-            self.session_tokens += tokens
             if self.kept_tokens > self.share:
                 self._cut(len(self.bounds) - 1, messages)
         if new_session:
@@ -228,11 +222,9 @@ class HistoryTracker:
                 break
             self.mid_session_moves -= 1
             self.session_moves += 1
-        room = min(self.session_tokens, self.chunk)
-        self.session_tokens = 0
-        if self.kept_tokens + room <= self.share or self.cut >= seen:
+        if self.kept_tokens + self.chunk <= self.share or self.cut >= seen:
             return
-        while self.cut < seen and self.kept_tokens + room > self.share:
+        while self.cut < seen and self.kept_tokens + self.chunk > self.share:
             self.kept_tokens -= self.unit_tokens[self.cut]
             self._evict(self.cut, messages)
             self.cut += 1
