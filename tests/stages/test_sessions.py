@@ -6,6 +6,7 @@ timestamps alone, the ``timestamp`` key never sent, and the cut-move counts in t
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
@@ -135,6 +136,7 @@ def test_a_fresh_worker_replays_the_flagged_cut_from_the_timestamps(
         ("2023-11-14T22:13:20Z", 1_700_000_000.0),
         ("2023-11-14T22:13:20", 1_700_000_000.0),  # no zone: UTC
         ("2023-11-15T00:13:20+02:00", 1_700_000_000.0),
+        (datetime.datetime(2023, 11, 14, 22, 13, 20), 1_700_000_000.0),
     ],
 )
 def test_timestamps_are_epoch_seconds_or_iso_8601(stamp: object, seconds: float) -> None:

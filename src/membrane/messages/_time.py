@@ -1,7 +1,8 @@
 """When a message was written: the optional ``timestamp`` key the cut reads for sessions.
 
 A caller may stamp history messages with ``"timestamp"``: seconds since the epoch (an int or
-a float) or an ISO 8601 string (``"2026-12-01T10:51:23Z"``; without a zone it is read as UTC).
+a float), a :class:`~datetime.datetime` or an ISO 8601 string (``"2026-12-01T10:51:23Z"``); a
+time without a zone is read as UTC.
 Membrane reads it only to find session boundaries (a gap longer than the provider's cache
 lifetime, see :mod:`membrane.stages.history._cut`); it is never sent: the compiled messages
 carry each stamped message without it (:func:`unstamped`).
@@ -24,8 +25,8 @@ TIMESTAMP_KEY = "timestamp"
 def message_time(message: Mapping[str, Any], where: str = "message") -> float | None:
     """The message's ``timestamp`` in epoch seconds (None when it has none).
 
-    Raises :class:`InvalidInputError` for a value that is neither a finite number nor an ISO
-    8601 string.
+    Raises :class:`InvalidInputError` for a value that is not a finite number, a datetime or
+    an ISO 8601 string.
     """
     value = message.get(TIMESTAMP_KEY)
     if value is None:
@@ -37,19 +38,26 @@ def message_time(message: Mapping[str, Any], where: str = "message") -> float | 
         return float(value)
     if isinstance(value, str):
         try:
-            stamp = dt.datetime.fromisoformat(value)
+            # Python 3.10's fromisoformat does not take a trailing "Z".
+            stamp = dt.datetime.fromisoformat(
+                value[:-1] + "+00:00" if value[-1:] in "Zz" else value
+            )
         except ValueError:
             raise InvalidInputError(
                 f"{field} must be epoch seconds or an ISO 8601 string, got {value[:40]!r}",
                 field=field,
             ) from None
-        if stamp.tzinfo is None:
-            stamp = stamp.replace(tzinfo=dt.timezone.utc)
-        return stamp.timestamp()
-    raise InvalidInputError(
-        f"{field} must be epoch seconds or an ISO 8601 string, got {type(value).__name__}",
-        field=field,
-    )
+    elif isinstance(value, dt.datetime):
+        stamp = value
+    else:
+        raise InvalidInputError(
+            f"{field} must be epoch seconds, a datetime or an ISO 8601 string, "
+            f"got {type(value).__name__}",
+            field=field,
+        )
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=dt.timezone.utc)
+    return stamp.timestamp()
 
 
 def unstamped(message: dict[str, Any]) -> dict[str, Any]:
