@@ -69,16 +69,20 @@ def reference_cut(
 
     ``boundaries`` holds the session boundaries, each as the number of units before it.
     """
-    cut, kept, events = 0, 0, []
+    cut, kept, session, events = 0, 0, 0, []
     for i in range(len(unit_tokens) + 1):
-        if i in boundaries and i > 0 and kept + chunk > share and cut < i:
-            while cut < i and kept + chunk > share:
-                kept -= unit_tokens[cut]
-                cut += 1
-            events.append(CutEvent(seen=i, cut=cut))
+        room = min(session, chunk)
+        if i in boundaries and i > 0:
+            session = 0
+            if kept + room > share and cut < i:
+                while cut < i and kept + room > share:
+                    kept -= unit_tokens[cut]
+                    cut += 1
+                events.append(CutEvent(seen=i, cut=cut))
         if i == len(unit_tokens):
             break
         kept += unit_tokens[i]
+        session += unit_tokens[i]
         if kept > share:
             dropped = 0
             while cut <= i and (dropped < chunk or kept > share):
@@ -130,6 +134,7 @@ class HistoryTracker:
     total_tokens: int = 0
     events: list[CutEvent] = field(default_factory=list)
     boundary: int = -1
+    session_tokens: int = 0
     session_moves: int = 0
     mid_session_moves: int = 0
     lines: list[IndexLine] = field(default_factory=list)
@@ -196,6 +201,7 @@ class HistoryTracker:
                     self.stats.add_words(content_word_set(text))
             self.kept_tokens += tokens
             self.total_tokens += tokens
+            self.session_tokens += tokens
             if self.kept_tokens > self.share:
                 self._cut(len(self.bounds) - 1, messages)
         if new_session:
@@ -222,9 +228,11 @@ class HistoryTracker:
                 break
             self.mid_session_moves -= 1
             self.session_moves += 1
-        if self.kept_tokens + self.chunk <= self.share or self.cut >= seen:
+        room = min(self.session_tokens, self.chunk)
+        self.session_tokens = 0
+        if self.kept_tokens + room <= self.share or self.cut >= seen:
             return
-        while self.cut < seen and self.kept_tokens + self.chunk > self.share:
+        while self.cut < seen and self.kept_tokens + room > self.share:
             self.kept_tokens -= self.unit_tokens[self.cut]
             self._evict(self.cut, messages)
             self.cut += 1
