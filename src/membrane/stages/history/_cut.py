@@ -9,9 +9,10 @@ Sessions: a move breaks the provider's cached prefix, unless the cache has expir
 That is so at a session boundary: before a unit whose first message is stamped more than
 :data:`membrane.config.PROMPT_CACHE_TTL_SECONDS` after the message before it (see
 :mod:`membrane.messages._time`), or at the end of the history on a compile the caller marks
-``new_session=True``. There the cut moves early when the kept part has no room for one more
-chunk: it drops the oldest units until it has, so the next session's turns rarely force a
-move while their cache is warm.
+``new_session=True``. There the cut moves early when the kept part has no room for another
+session as long as the one that just ended (counting at most a chunk): it drops the oldest
+units until that room is free, so the next session's turns rarely force a move while their
+cache is warm.
 
 :class:`HistoryTracker` is the incremental form of that replay (work per turn is the new
 messages); :func:`reference_cut` is the slow, obvious form the tests compare it with. Each
@@ -116,9 +117,9 @@ class HistoryTracker:
 
     Feed it the whole history each turn with :meth:`update`; it checks that what it saw before
     is still the start of the history (otherwise it starts over) and processes only the rest.
-    ``boundary``, ``session_moves`` and ``mid_session_moves`` are the session state (see the
-    module): the units before the last session boundary (-1: none yet), and how many cut
-    moves fell on a boundary or between two.
+    ``boundary``, ``session_tokens``, ``session_moves`` and ``mid_session_moves`` are the
+    session state (see the module): the units before the last session boundary (-1: none
+    yet), the tokens added since, and how many cut moves fell on a boundary or between two.
     """
 
     share: int
