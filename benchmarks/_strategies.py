@@ -34,6 +34,7 @@ __all__ = [
     "Strategy",
     "StrategyUnavailable",
     "make_strategy",
+    "membrane_sessions",
     "memory_block",
     "shared_local_embedder",
 ]
@@ -81,6 +82,10 @@ class Strategy:
     # untimed work between builds (it would evict the timed code's data from the CPU caches,
     # which the peers' loops do not suffer).
     timing_only = False
+    # True for a strategy that reads when things happen: the conversation suite then stamps
+    # history messages with a "timestamp" (seconds) and sets ``now`` before each build.
+    session_clock = False
+    now: float | None = None
 
     def start(self, scenario: Scenario) -> None:
         self.scenario = scenario
@@ -519,6 +524,8 @@ class MembraneStrategy(Strategy):
         self._compiler_cls = ContextCompiler
         self._memory_cls = MemoryItem
         self._anthropic_request = builder
+        # Mark a compile new_session=True when the cache lifetime passed since the last message.
+        self.session_clock = bool(options.pop("sessions", False))
         self._options = options
 
     def start(self, scenario: Scenario) -> None:
@@ -545,9 +552,13 @@ class MembraneStrategy(Strategy):
             )
             for m in turn.memories
         ]
+        options = {"new_session": self._new_session(history)} if self.session_clock else {}
         c0, t0 = time.process_time_ns(), time.perf_counter_ns()
         result = self._compiler.compile(
-            memories=memories, conversation_messages=history, user_message=turn.user_message
+            memories=memories,
+            conversation_messages=history,
+            user_message=turn.user_message,
+            **options,
         )
         elapsed = time.perf_counter_ns() - t0
         cpu = time.process_time_ns() - c0
@@ -557,6 +568,7 @@ class MembraneStrategy(Strategy):
                 memories=memories,
                 conversation_messages=history,
                 user_message=turn.user_message,
+                **options,
             )
             anthropic = self._anthropic_request(twin)
         md = result.metadata
@@ -571,6 +583,11 @@ class MembraneStrategy(Strategy):
             )
         }
         return Built(list(result.messages), elapsed, anthropic=anthropic, info=info, cpu_ns=cpu)
+
+    def _new_session(self, history: list[dict[str, Any]]) -> bool:
+        """The provider cache expired since the last message (the 5-minute lifetime)."""
+        last = history[-1].get("timestamp") if history else None
+        return self.now is not None and last is not None and self.now - last > 300.0
 
 
 def _membrane_defaults() -> Strategy:
@@ -599,6 +616,18 @@ def _membrane_cheap_wide_index() -> Strategy:
         "dropped history there, and it sits in the cached prefix).",
         recall_evicted_history=False,
         index_share=0.25,
+    )
+
+
+def membrane_sessions() -> Strategy:
+    """Membrane told when sessions start (the conversation suite only: it stamps the times)."""
+    return MembraneStrategy(
+        "membrane_sessions",
+        "Membrane, sessions marked",
+        "Defaults, with each history message stamped with its time and new_session=True on a "
+        "request that comes more than 5 minutes after the last message (issue 18: the cut "
+        "moves where the cache is cold anyway).",
+        sessions=True,
     )
 
 

@@ -55,6 +55,7 @@ from benchmarks._strategies import (
     _from_llama,
     _to_llama,
     make_strategy,
+    membrane_sessions,
 )
 from benchmarks._suite import command_line
 from benchmarks._tokens import ENCODING, FRAMING_TOKENS, count_messages, count_text
@@ -72,7 +73,7 @@ __all__ = [
 
 STRATEGIES = ("naive", "langchain", "llamaindex_memory", "membrane", "membrane_cheap")
 # Run only when named: Membrane with the bundled local embedder (needs the embed extra).
-OPTIONAL_STRATEGIES = ("membrane-embed",)
+OPTIONAL_STRATEGIES = ("membrane-embed", "membrane_sessions")
 KNOWN = (*STRATEGIES, *OPTIONAL_STRATEGIES)
 REFERENCE = "everything"
 BUDGETS = (4000, 8000)
@@ -200,6 +201,8 @@ def _ask(strategy: Strategy, history: list[dict[str, Any]], question: str) -> Bu
 
 
 def _make(name: str) -> Strategy:
+    if name == "membrane_sessions":
+        return membrane_sessions()
     return SendEverything() if name == REFERENCE else make_strategy(name)
 
 
@@ -269,6 +272,7 @@ def play(conv: Conversation, strategy: Strategy, budget: int) -> list[Request]:
 
     def ask(index: int, mode: str, now: float) -> None:
         q = conv.questions[index]
+        strategy.now = now
         built = _ask(strategy, history, q.text)
         bill = caches.bill(now, built.messages, strategy.anthropic_request(built))
         scored = scored_texts(built.messages, conv.system_prompt, q.text)
@@ -303,6 +307,7 @@ def play(conv: Conversation, strategy: Strategy, budget: int) -> list[Request]:
     for session in conv.sessions:
         for m in conv.messages[session.first : session.stop]:
             if m.role == "user":
+                strategy.now = m.time
                 built = strategy.build(list(history), Turn((), m.text, (), ()))
                 bill = caches.bill(m.time, built.messages, strategy.anthropic_request(built))
                 requests.append(
@@ -317,6 +322,8 @@ def play(conv: Conversation, strategy: Strategy, budget: int) -> list[Request]:
                     )
                 )
             history.append({"role": m.role, "content": m.text})
+            if strategy.session_clock:
+                history[-1]["timestamp"] = m.time
         now = conv.messages[session.stop - 1].time + _ASK_DELAY
         for n, index in enumerate(asked_next.get(session.index, ())):
             ask(index, "next", now + n * _ASK_GAP)
@@ -523,6 +530,7 @@ SHORT = {
     "membrane": "**Membrane**",
     "membrane_cheap": "M. cheap",
     "membrane-embed": "M. + embedder",
+    "membrane_sessions": "M. + sessions",
 }
 _KIND_TITLES = {
     "single": "single fact, one turn",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
@@ -108,4 +109,25 @@ def conversations(draw: st.DrawFn, max_turns: int = 30) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i in range(n):
         out.extend(draw(_turn(i)))
+    return out
+
+
+@st.composite
+def stamped_conversations(draw: st.DrawFn, max_turns: int = 30) -> list[dict[str, Any]]:
+    """Conversations whose messages carry a ``timestamp``: seconds apart within a session,
+    hours apart (a cold provider cache) where a new session starts; the stamp's form (epoch
+    number or ISO 8601 string) varies, and some messages carry none."""
+    history = draw(conversations(max_turns))
+    clock = 1_700_000_000.0
+    out = []
+    for message in history:
+        clock += draw(st.sampled_from([5.0, 30.0, 290.0, 301.0, 7200.0]))
+        form = draw(st.sampled_from(["epoch", "epoch", "iso", "none"]))
+        if form == "none":
+            out.append(message)
+            continue
+        stamp: float | str = clock
+        if form == "iso":
+            stamp = datetime.datetime.fromtimestamp(clock, datetime.timezone.utc).isoformat()
+        out.append({**message, "timestamp": stamp})
     return out

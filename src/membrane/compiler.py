@@ -176,6 +176,7 @@ class ContextCompiler:
         image_sizes: Mapping[str, tuple[int, int]] | None = None,
         reserve_output_tokens: int | None = None,
         history_version: HistoryVersion | None = None,
+        new_session: bool = False,
         debug: bool = False,
     ) -> CompileResult:
         """Compile one turn.
@@ -191,7 +192,8 @@ class ContextCompiler:
         counted against the budget; see ``docs/agents.md``. ``history_version`` (a counter or
         etag the caller owns) vouches that the history only grew since the last compile that
         passed it, so the part validated then is not checked again; without it a digest of
-        that part proves it unchanged (see :func:`membrane.messages.check_history`).
+        that part proves it unchanged (see :func:`membrane.messages.check_history`). Mark a turn
+        that comes after the provider's cache expired with ``new_session`` (see docs/history.md).
 
         One compiler may be shared by threads and tasks: compiles of one conversation take
         turns, each one's state read, window, tail, state write and ``metrics_callback`` in
@@ -221,7 +223,7 @@ class ContextCompiler:
             watch=watch,
         )
         with self._locks.hold(turn.conversation):
-            return self._compile_turn(turn, notes, watch)
+            return self._compile_turn(replace(turn, new_session=new_session), notes, watch)
 
     def _compile_turn(self, turn: Turn, notes: StoreNotes, watch: Watch) -> CompileResult:
         """The stages of one compile, from the state read to the state write and the result."""

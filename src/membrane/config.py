@@ -12,6 +12,7 @@ __all__ = [
     "DEFAULT_INDEX_SHARE",
     "DEFAULT_KEYFRAME_TOKENS",
     "DEFAULT_MESSAGE_OVERHEAD_TOKENS",
+    "PROMPT_CACHE_TTL_SECONDS",
     "capability_map_path",
     "lod_attention_shift_cosine_threshold",
     "max_cacheable_prefix_tokens",
@@ -34,6 +35,10 @@ DEFAULT_INDEX_SHARE = 0.125
 DEFAULT_KEYFRAME_TOKENS = 40
 DEFAULT_MESSAGE_OVERHEAD_TOKENS = 3
 DEFAULT_STORE_DEADLINE_SECONDS = 0.25
+# How long a provider keeps a cached prefix unused: 5 minutes for Anthropic's default cache and
+# OpenAI's in-memory one. The capability map carries no lifetime, so one figure serves all; a
+# longer gap between two messages starts a session (see membrane.stages.history._cut).
+PROMPT_CACHE_TTL_SECONDS = 300.0
 
 
 def _int_env(name: str, default: int) -> int:

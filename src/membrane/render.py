@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from membrane.messages import ImageTally, Message, message_text
+from membrane.messages import ImageTally, Message, message_text, unstamped
 from membrane.profile import Watch
 from membrane.prompt_text import mem_numbers
 from membrane.report import AgentReport, CompileReport, RegionMarks
@@ -73,7 +73,7 @@ def render_end(
     tail = fitted.tail
     messages: list[Message] = [
         {"role": "system", "content": window.system_text},
-        *window.kept,
+        *map(unstamped, window.kept),
         {"role": "user", "content": fitted.text},
     ]
     system_tokens = count(window.system_text)
@@ -115,6 +115,7 @@ def render_end(
         history_index_lines=window.index_lines,
         history_index_tokens=window.index_tokens,
         history_turn_local_drop=window.turn_local_drop,
+        history_cut_moves=_cut_moves(window),
         core_chars=core_chars,
         cache=cache,
         **_common_report(turn, token_count + framing, semantic, window.kept),
@@ -124,6 +125,14 @@ def render_end(
     trace = {"choices": fitted.choice, "sources": list(tail.sources)} if turn.debug else None
     cited = cited_numbers(turn.offer, tail.sources, tail.memory_text())
     return Rendered(messages, turn.offer, cited, report, regions, trace, _tools(turn))
+
+
+def _cut_moves(window: HistoryWindow) -> tuple[int, int] | None:
+    """Cut moves at session boundaries and between them, once the caller marks sessions."""
+    tracker = window.tracker
+    if tracker is None or tracker.boundary < 0:
+        return None
+    return tracker.session_moves, tracker.mid_session_moves
 
 
 def render_system(

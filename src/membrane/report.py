@@ -254,6 +254,7 @@ class CompileReport:
     history_index_lines: int = 0
     history_index_tokens: int = 0
     history_turn_local_drop: int = 0
+    history_cut_moves: tuple[int, int] | None = None  # (at a session boundary, mid-session)
     core_chars: int | None = None
     semantic_ranking: bool = False
     semantic_ranking_error: str | None = None
@@ -293,6 +294,8 @@ class CompileReport:
                 md["history_recall_reason"] = self.history_recall_reason
             md["history_index_lines"] = self.history_index_lines
             md["history_index_tokens"] = self.history_index_tokens
+            if (moves := self.history_cut_moves) is not None:
+                md["history_cut_moves"] = {"session": moves[0], "mid_session": moves[1]}
         md["retrieval_summary"] = {
             "offered": self.segments_offered,
             "kept_full": self.segments_kept - self.segments_thinned,
@@ -354,6 +357,7 @@ class CompileReport:
         timings = md.get("profile_timings")
         token_count = int(md.get("token_count", 0))
         budget = int(md.get("tokens_budget", 0))
+        moves = md.get("history_cut_moves")
         return cls(
             model_id=md.get("model_id"),
             placement="system" if md.get("memory_placement") == "system" else "end",
@@ -376,6 +380,7 @@ class CompileReport:
             history_index_lines=int(md.get("history_index_lines", 0)),
             history_index_tokens=int(md.get("history_index_tokens", 0)),
             history_turn_local_drop=int(md.get("history_turn_local_drop", 0)),
+            history_cut_moves=None if moves is None else (moves["session"], moves["mid_session"]),
             core_chars=md.get("core_chars"),
             semantic_ranking=bool(md.get("semantic_ranking", False)),
             semantic_ranking_error=md.get("semantic_ranking_error"),

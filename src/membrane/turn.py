@@ -80,6 +80,7 @@ class Turn:
     tools_changed: bool = False
     label: QueryLabel | None = None
     report_policies: bool = False
+    new_session: bool = False
 
     @property
     def count(self) -> Callable[[str], int]:
@@ -96,6 +97,7 @@ class Turn:
             budget_counted=self.budget_counted,
             offer_texts=self.offer.texts(),
             image_tokens=self.agent.images.tokens,
+            new_session=self.new_session,
         )
 
     def tail_input(self, semantic: SemanticCall | None) -> TailInput:

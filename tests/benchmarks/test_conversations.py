@@ -133,3 +133,34 @@ def test_cpu_time_is_the_median_of_the_requests_that_measured_it() -> None:
 
 def test_the_embedder_row_is_known_but_not_run_by_default() -> None:
     assert "membrane-embed" in KNOWN and "membrane-embed" not in STRATEGIES
+
+
+def test_membrane_sessions_marks_a_request_past_the_cache_lifetime() -> None:
+    from benchmarks._strategies import membrane_sessions
+
+    strategy = membrane_sessions()
+    assert strategy.session_clock and "membrane_sessions" in KNOWN
+    strategy.now = 1_000.0
+    assert strategy._new_session([{"role": "user", "content": "a", "timestamp": 600.0}])
+    assert not strategy._new_session([{"role": "user", "content": "a", "timestamp": 800.0}])
+    assert not strategy._new_session([])
+
+
+def test_only_a_session_clock_strategy_sees_timestamps() -> None:
+    from benchmarks._strategies import membrane_sessions
+
+    conv = build_conversation(1)
+    seen: list[list[dict[str, object]]] = []
+    for strategy in (SendEverything(), membrane_sessions()):
+        build = strategy.build
+
+        def spy(history, turn, build=build):  # type: ignore[no-untyped-def]
+            seen.append(history)
+            return build(history, turn)
+
+        strategy.build = spy  # type: ignore[method-assign]
+        play(conv, strategy, 4000)
+    plain = next(h for h in seen if len(h) > 3)
+    assert all("timestamp" not in m for m in plain)
+    stamped = seen[-1]
+    assert [m["timestamp"] for m in stamped] == [m.time for m in conv.messages[: len(stamped)]]

@@ -41,6 +41,7 @@ from membrane.messages._text import (
     speaker_label,
     tool_call_labels,
 )
+from membrane.messages._time import TIMESTAMP_KEY, message_time, unstamped
 from membrane.messages._tools import (
     ToolSpec,
     normalize_tools,
@@ -51,6 +52,7 @@ from membrane.messages._tools import (
 
 __all__ = [
     "IMAGE_PART_TEXT",
+    "TIMESTAMP_KEY",
     "CheckedPrefix",
     "HistoryUnit",
     "HistoryVersion",
@@ -76,6 +78,7 @@ __all__ = [
     "message_key",
     "message_role",
     "message_text",
+    "message_time",
     "normalize_messages",
     "normalize_tools",
     "prefix_digest",
@@ -85,5 +88,6 @@ __all__ = [
     "tools_fingerprint",
     "tools_overhead",
     "tools_text",
+    "unstamped",
     "validate_messages",
 ]

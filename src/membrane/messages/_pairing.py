@@ -20,6 +20,7 @@ from typing import Any
 
 from membrane.errors import InvalidInputError, ToolPairingError
 from membrane.messages._checks import check_message_details
+from membrane.messages._time import message_time
 
 __all__ = ["HistoryUnit", "group_units", "tool_call_ids", "validate_messages"]
 
@@ -214,6 +215,7 @@ def _check_message(msg: object, where: str) -> None:
     if content is None and role != "assistant":
         raise InvalidInputError(f"{where}.content is missing", field=where)
     check_message_details(msg, where)
+    message_time(msg, where)
 
 
 def validate_messages(

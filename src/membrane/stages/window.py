@@ -65,6 +65,8 @@ class WindowInput:
     offer_texts: Sequence[str]
     # What a message's images cost beyond their stand-in text (0 for a message without any).
     image_tokens: Callable[[Mapping[str, Any]], int] = lambda _m: 0
+    # The caller says this turn starts a session (its provider cache has expired).
+    new_session: bool = False
 
 
 class WindowPlanner:
@@ -117,7 +119,9 @@ class WindowPlanner:
             # One tracker per conversation: a new share or a rewritten history replaces it.
             self._trackers.discard_where(lambda k: k[0] == conversation)
             self._trackers.put(key, tracker)
-        tracker.update(turn.history, "conversation_messages", turn.image_tokens)
+        tracker.update(
+            turn.history, "conversation_messages", turn.image_tokens, new_session=turn.new_session
+        )
         return tracker
 
     def _system_text(

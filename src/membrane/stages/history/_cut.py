@@ -5,6 +5,15 @@ drop the oldest units until at least a chunk is gone and the rest fits. Because 
 replay, any worker that sees the same history puts the cut in the same place, and the cut
 only moves when a chunk goes, which keeps the cached prefix byte-stable in between.
 
+Sessions: a move breaks the provider's cached prefix, unless the cache has expired anyway.
+That is so at a session boundary: before a unit whose first message is stamped more than
+:data:`membrane.config.PROMPT_CACHE_TTL_SECONDS` after the message before it (see
+:mod:`membrane.messages._time`), or at the end of the history on a compile the caller marks
+``new_session=True``. There the cut moves early when the kept part has no room for another
+session as long as the one that just ended (counting at most a chunk): it drops the oldest
+units until that room is free, so the next session's turns rarely force a move while their
+cache is warm.
+
 :class:`HistoryTracker` is the incremental form of that replay (work per turn is the new
 messages); :func:`reference_cut` is the slow, obvious form the tests compare it with. Each
 unit the cut drops is handed to the index (:mod:`._index`) and to recall (:mod:`._recall`).
@@ -13,9 +22,11 @@ unit the cut drops is handed to the index (:mod:`._index`) and to recall (:mod:`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
+from membrane import config
 from membrane.messages import (
     group_units,
     history_text,
@@ -23,6 +34,7 @@ from membrane.messages import (
     message_key,
     message_role,
     message_text,
+    message_time,
     speaker_label,
     tool_call_labels,
 )
@@ -40,7 +52,7 @@ from membrane.stages.history._shared import Count
 from membrane.text.relevance import TermStats, content_word_set, content_words
 from membrane.text.sentences import split_sentences
 
-__all__ = ["CutEvent", "HistoryTracker", "reference_cut"]
+__all__ = ["CutEvent", "HistoryTracker", "reference_cut", "session_gap"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +63,27 @@ class CutEvent:
     cut: int
 
 
-def reference_cut(unit_tokens: Sequence[int], share: int, chunk: int) -> tuple[int, list[CutEvent]]:
-    """The cut position (first kept unit) and its events, replayed from scratch."""
-    cut, kept, events = 0, 0, []
-    for i, tokens in enumerate(unit_tokens):
-        kept += tokens
+def reference_cut(
+    unit_tokens: Sequence[int], share: int, chunk: int, boundaries: AbstractSet[int] = frozenset()
+) -> tuple[int, list[CutEvent]]:
+    """The cut position (first kept unit) and its events, replayed from scratch.
+
+    ``boundaries`` holds the session boundaries, each as the number of units before it.
+    """
+    cut, kept, session, events = 0, 0, 0, []
+    for i in range(len(unit_tokens) + 1):
+        room = min(session, chunk)
+        if i in boundaries and i > 0:
+            session = 0
+            if kept + room > share and cut < i:
+                while cut < i and kept + room > share:
+                    kept -= unit_tokens[cut]
+                    cut += 1
+                events.append(CutEvent(seen=i, cut=cut))
+        if i == len(unit_tokens):
+            break
+        kept += unit_tokens[i]
+        session += unit_tokens[i]
         if kept > share:
             dropped = 0
             while cut <= i and (dropped < chunk or kept > share):
@@ -64,6 +92,12 @@ def reference_cut(unit_tokens: Sequence[int], share: int, chunk: int) -> tuple[i
                 cut += 1
             events.append(CutEvent(seen=i + 1, cut=cut))
     return cut, events
+
+
+def session_gap(before: Mapping[str, Any], after: Mapping[str, Any], ttl: float) -> bool:
+    """True when both messages are stamped and ``after`` came more than ``ttl`` seconds later."""
+    then, now = message_time(before), message_time(after)
+    return then is not None and now is not None and now - then > ttl
 
 
 def _sentence_words(text: str) -> list[str]:
@@ -83,6 +117,9 @@ class HistoryTracker:
 
     Feed it the whole history each turn with :meth:`update`; it checks that what it saw before
     is still the start of the history (otherwise it starts over) and processes only the rest.
+    ``boundary``, ``session_tokens``, ``session_moves`` and ``mid_session_moves`` are the
+    session state (see the module): the units before the last session boundary (-1: none
+    yet), the tokens added since, and how many cut moves fell on a boundary or between two.
     """
 
     share: int
@@ -97,6 +134,10 @@ class HistoryTracker:
     kept_tokens: int = 0
     total_tokens: int = 0
     events: list[CutEvent] = field(default_factory=list)
+    boundary: int = -1
+    session_tokens: int = 0
+    session_moves: int = 0
+    mid_session_moves: int = 0
     lines: list[IndexLine] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
     postings: Postings = field(default_factory=dict)
@@ -129,15 +170,22 @@ class HistoryTracker:
         messages: Sequence[Mapping[str, Any]],
         field_name: str,
         image_tokens: Callable[[Mapping[str, Any]], int] | None = None,
+        *,
+        new_session: bool = False,
     ) -> None:
         """Process the messages after the ones already seen (validated by the caller).
 
         ``image_tokens`` prices a message's images; each message is priced when first seen.
+        ``new_session`` marks a session boundary after the last message (this turn's cache is
+        cold).
         """
         offset = self.seen_messages
         new = messages[offset:]
+        ttl = config.PROMPT_CACHE_TTL_SECONDS
         for unit in group_units(new, field=field_name, offset=offset):
             start, stop = unit.start + offset, unit.stop + offset
+            if start and session_gap(messages[start - 1], messages[start], ttl):
+                self._session_boundary(len(self.bounds), messages)
             span = messages[start:stop]
             texts = [message_text(m) for m in span]
             tokens = sum(self.count(text) + self.overhead for text in texts)
@@ -154,8 +202,11 @@ class HistoryTracker:
                     self.stats.add_words(content_word_set(text))
             self.kept_tokens += tokens
             self.total_tokens += tokens
+            self.session_tokens += tokens
             if self.kept_tokens > self.share:
                 self._cut(len(self.bounds) - 1, messages)
+        if new_session:
+            self._session_boundary(len(self.bounds), messages)
 
     def _cut(self, newest: int, messages: Sequence[Mapping[str, Any]]) -> None:
         dropped = 0
@@ -165,6 +216,29 @@ class HistoryTracker:
             self._evict(self.cut, messages)
             self.cut += 1
         self.events.append(CutEvent(seen=newest + 1, cut=self.cut))
+        self.mid_session_moves += 1
+
+    def _session_boundary(self, seen: int, messages: Sequence[Mapping[str, Any]]) -> None:
+        """A session starts after unit ``seen - 1``: count the moves made there, move early."""
+        if seen == 0 or seen == self.boundary:  # a boundary is applied once
+            return
+        self.boundary = seen
+        # Moves already made on reaching this boundary broke no warm cache after all.
+        for event in reversed(self.events):
+            if event.seen != seen:
+                break
+            self.mid_session_moves -= 1
+            self.session_moves += 1
+        room = min(self.session_tokens, self.chunk)
+        self.session_tokens = 0
+        if self.kept_tokens + room <= self.share or self.cut >= seen:
+            return
+        while self.cut < seen and self.kept_tokens + room > self.share:
+            self.kept_tokens -= self.unit_tokens[self.cut]
+            self._evict(self.cut, messages)
+            self.cut += 1
+        self.events.append(CutEvent(seen=seen, cut=self.cut))
+        self.session_moves += 1
 
     def _evict(self, unit: int, messages: Sequence[Mapping[str, Any]]) -> None:
         """Hand each message of a dropped unit to recall and, unless it only calls, the index."""
