@@ -329,8 +329,8 @@ class StateScope:
     never meet. A model's scale read from a store other than the in-process one is reused for
     ``scale_seconds`` (:data:`SCALE_CACHE_SECONDS`) before the store is asked again, so most
     compiles make no scale read; :meth:`observe` updates the cached value at once. The
-    in-process store is read every time: the read costs no round trip, and compilers sharing
-    one see each other's observations at once.
+    in-process store (and any subclass of it) is read every time: the read costs no round
+    trip, and compilers sharing one see each other's observations at once.
     """
 
     def __init__(
@@ -355,7 +355,7 @@ class StateScope:
         self, store: StateStore, model_id: str | None, notes: StoreNotes | None = None
     ) -> ScaleCalibration:
         """The model's calibration: from this scope's cache while fresh, else from ``store``."""
-        if type(store) is InMemoryStateStore:
+        if isinstance(store, InMemoryStateStore):
             return load_calibration(store, model_id, notes, self.namespace)
         cached = self._scales.get(scale_key(model_id))
         if cached is not None and cached[0] is store and self._clock() < cached[2]:
