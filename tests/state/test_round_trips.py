@@ -10,6 +10,7 @@ from membrane import ContextCompiler
 from membrane.session import SCALE_CACHE_SECONDS, StateScope, StoreNotes
 from membrane.state import InMemoryStateStore, RedisStateStore
 from membrane.state.keys import conversation_key, scale_key
+from tests.state.counting import count_commands
 
 TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
 MODEL = "openai/gpt-4o"
@@ -21,21 +22,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def count_commands(client: Any) -> Counter[tuple[str, str]]:
-    """Count ``client``'s commands by (name, key) from now on (every command is a round trip)."""
-    seen: Counter[tuple[str, str]] = Counter()
-    send = client.execute_command
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        name = str(args[0]).upper()
-        key = args[3] if name == "EVAL" else args[1]
-        seen[name, key.decode() if isinstance(key, bytes) else str(key)] += 1
-        return send(*args, **kwargs)
-
-    client.execute_command = counted
-    return seen
 
 
 class CountingStore(InMemoryStateStore):
