@@ -75,12 +75,27 @@ def _count_client(client: Any, seen: Counter[str]) -> None:
     client.execute_command = counted
 
 
-def _server_commands(nodes: Sequence[Any]) -> int:
-    total = 0
+def _server_calls(nodes: Sequence[Any]) -> Counter[str]:
+    """``INFO commandstats`` calls of the commands a store sends, summed over ``nodes``."""
+    calls: Counter[str] = Counter()
     for node in nodes:
         stats = node.info("commandstats")
-        total += sum(int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in _COUNTED)
-    return total
+        for name in _COUNTED:
+            calls[name] += int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
+    return calls
+
+
+def _server_round_trips(calls: Counter[str]) -> int:
+    """Commands clients sent, from the servers' counts.
+
+    ``commandstats`` also counts the commands a script runs: each ``EVAL`` of the store's
+    compare-and-set script runs one ``GET`` and, when it writes, one ``SET``. A store that
+    sends ``EVAL`` never sends ``SET`` itself (the older code sent ``SET`` and no ``EVAL``), so
+    with scripts every ``SET`` counted ran inside one.
+    """
+    scripts = calls["eval"] + calls["evalsha"]
+    own_sets = 0 if scripts else calls["set"]
+    return (calls["get"] - scripts) + own_sets + scripts
 
 
 def _run(
@@ -130,7 +145,7 @@ def _measure(
     scenario: Scenario,
     make_store: Callable[[Counter[str]], Any],
     nodes: Sequence[Any],
-    flush: Callable[[], None],
+    flush: Callable[[], object],
 ) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     for workers in (1, 2):
@@ -146,12 +161,15 @@ def _measure(
                 )
                 for _ in range(workers)
             ]
-            before = _server_commands(nodes)
+            before = _server_calls(nodes)
             per_turn = _run(scenario, compilers, seen, tools)
             row = _summary(per_turn)
             if nodes:
-                row["server_commands"] = _server_commands(nodes) - before
-                row["client_commands"] = sum(sum(t.values()) for t in per_turn)
+                calls = _server_calls(nodes)
+                calls.subtract(before)
+                row["server_commandstats_calls"] = dict(calls)
+                row["server_round_trips"] = _server_round_trips(calls)
+                row["client_round_trips"] = sum(sum(t.values()) for t in per_turn)
             who = "two_workers" if workers == 2 else "one_worker"
             rows[f"{who}_{'tools' if tools else 'no_tools'}"] = row
             print(
@@ -184,7 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "note": "a Redis command is one network round trip (nothing is pipelined); in process, "
         "store calls are counted and cost no round trip",
     }
-    result["in_process"] = _measure("in_process", scenario, _CountingStore, [], lambda: None)
+    shared: dict[int, tuple[Counter[str], _CountingStore]] = {}
+
+    def in_process(seen: Counter[str]) -> _CountingStore:  # one store for a row's workers
+        return shared.setdefault(id(seen), (seen, _CountingStore(seen)))[1]
+
+    result["in_process"] = _measure("in_process", scenario, in_process, [], lambda: None)
     with RedisProcess() as server:
         node = redis.Redis.from_url(server.url)
 

@@ -171,9 +171,9 @@ class RedisClusterProcess:
             for node in self.nodes:
                 node.start()
             addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
+            create = ["--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"]
             subprocess.run(
-                [cli, "--cluster", "create", *addresses, "--cluster-replicas", "0"]
-                + ["--cluster-yes"],
+                [cli, *create],
                 check=True,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

@@ -17,18 +17,11 @@ from membrane.errors import InvalidInputError
 from membrane.state import STATE_FORMAT_VERSION, InMemoryStateStore, RedisStateStore, StateStore
 from membrane.state.keys import conversation_key
 from membrane.state.redis import bounded_client
-from tests.redis_process import RedisClusterProcess
 from tests.state.counting import count_commands
 
 MODEL = "openai/gpt-4o"
 TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
 IDS = ["c9", "tenant{7}/chat}1{", "%7B"]  # braces may not move the hash tag
-
-
-@pytest.fixture(scope="module")
-def cluster_url() -> Iterator[str]:
-    with RedisClusterProcess() as cluster:
-        yield cluster.url
 
 
 @pytest.fixture
