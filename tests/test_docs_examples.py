@@ -21,6 +21,7 @@ import pytest
 
 from tests.adapters.conftest import CREWAI_WARNINGS
 from tests.state.conftest import cluster_url as _session_cluster_url
+from tests.state.conftest import redis_cluster as _session_redis_cluster
 from tests.state.conftest import redis_url as _session_redis_url
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -30,6 +31,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 redis_url = _session_redis_url
 cluster_url = _session_cluster_url
+redis_cluster = _session_redis_cluster
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 CREWAI_ENV = os.environ.get("MEMBRANE_ADAPTER_ENV") == "crewai"
 

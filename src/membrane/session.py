@@ -194,9 +194,10 @@ def check_conversation_state(value: object) -> str | None:
     """Why ``value`` is not a conversation's state, or None.
 
     The state is a JSON object with a format ``version``; the window's ``share``, ``events``
-    and ``room`` (non-negative ints, ``room`` present whenever one of the others is) and the
-    tools' ``fingerprint`` (a string) are each optional. Only a value of this Membrane's
-    version is checked further: another version's fields are not ours to judge.
+    and ``room`` (non-negative ints, ``room`` present whenever one of the others is) and
+    ``tools``, the fingerprint of the last tool definitions (a string), are each optional.
+    Only a value of this Membrane's version is checked further: another version's fields are
+    not ours to judge.
     """
     if not isinstance(value, dict):
         return f"expected a JSON object, got {type(value).__name__}"
@@ -255,7 +256,7 @@ class Session:
                 self.store, self.key, "conversation", check_conversation_state, self.notes
             )
             known = stored is not None and stored[VERSION_FIELD] == STATE_FORMAT_VERSION
-            self._state = stored if known and stored is not None else {}
+            self._state = stored if known and stored is not None else {}  # another deploy's
         return self._state
 
     def reject_conversation_state(self, reason: str) -> dict[str, Any]:

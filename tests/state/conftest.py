@@ -18,10 +18,15 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def cluster_url() -> Iterator[str]:
+def redis_cluster() -> Iterator[RedisClusterProcess]:
     """A three-node Redis Cluster on loopback ports, started once per test session."""
     with RedisClusterProcess() as cluster:
-        yield cluster.url
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def cluster_url(redis_cluster: RedisClusterProcess) -> str:
+    return redis_cluster.url
 
 
 @pytest.fixture

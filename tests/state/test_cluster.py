@@ -13,10 +13,11 @@ import pytest
 from redis.crc import key_slot
 
 from membrane import CompileResult, ContextCompiler, MemoryItem
-from membrane.errors import InvalidInputError
+from membrane.errors import InvalidInputError, StoreUnavailable
 from membrane.state import STATE_FORMAT_VERSION, InMemoryStateStore, RedisStateStore, StateStore
 from membrane.state.keys import conversation_key
 from membrane.state.redis import bounded_client
+from tests.redis_process import RedisClusterProcess
 from tests.state.counting import count_commands
 
 MODEL = "openai/gpt-4o"
@@ -144,3 +145,30 @@ async def test_the_async_ref_map_path_takes_an_async_cluster_client(cluster_url:
     raw = await redis_get(client, config.ref_map_prefix() + "c{9}", "reading")
     assert raw == '{"1": "doc-1"}'
     await client.aclose()
+
+
+def test_a_frozen_node_fails_its_own_slots_only(redis_cluster: RedisClusterProcess) -> None:
+    client = bounded_client(redis_cluster.url, deadline_seconds=0.5, cluster=True)
+    store = RedisStateStore(
+        client, deadline_seconds=0.5, outage_policy="raise", retry_after_seconds=0
+    )
+    keys = [conversation_key(f"frozen-{i}") for i in range(20)]
+    for key in keys:
+        store.put(key, {"version": STATE_FORMAT_VERSION})
+    victim = redis_cluster.nodes[1]
+    on_victim = {
+        k for k in keys if client.get_node_from_key(f"membrane:state:{k}").port == victim.port
+    }
+    assert on_victim and set(keys) - on_victim
+    victim.freeze()
+    try:
+        for key in keys:
+            if key in on_victim:
+                with pytest.raises(StoreUnavailable):
+                    store.get(key)
+            else:
+                assert store.get(key) == {"version": STATE_FORMAT_VERSION}
+    finally:
+        victim.thaw()
+    assert store.get(next(iter(on_victim))) == {"version": STATE_FORMAT_VERSION}
+    client.close()

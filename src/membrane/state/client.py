@@ -16,9 +16,11 @@ __all__ = ["bounded_client", "check_client", "check_deadline", "redis_errors"]
 
 
 def redis_errors() -> tuple[type[BaseException], ...]:
+    """What a Redis call may raise when the server or cluster fails (a cluster client's own
+    ``RedisClusterException``, such as a slot no node serves, is no ``RedisError``)."""
     import redis
 
-    return (redis.exceptions.RedisError, OSError)
+    return (redis.exceptions.RedisError, redis.exceptions.RedisClusterException, OSError)
 
 
 def check_deadline(deadline: float | None) -> float:
