@@ -7,6 +7,8 @@ import warnings
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import membrane.session
 from membrane import CompileResult, ContextCompiler
@@ -99,3 +101,19 @@ def test_two_deploys_alternating(
             assert result.messages == fresh.messages
         assert result.metadata["history_messages_dropped"] > 0
     assert {"room", "tools"} <= set(store.get(key) or {})  # the new deploy kept its state
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 99)), min_size=1, max_size=12))
+def test_after_any_puts_the_last_of_the_newest_version_is_kept(
+    redis_client: Any, puts: list[tuple[int, int]]
+) -> None:
+    redis_client.delete("membrane:state:p")  # each example starts from an empty key
+    for store in _stores(redis_client):
+        for version, room in puts:
+            store.put("p", {"version": version, "room": room})
+        newest = max(version for version, _ in puts)
+        last = [room for version, room in puts if version == newest][-1]
+        assert store.get("p") == {"version": newest, "room": last}
