@@ -75,3 +75,25 @@ def test_a_bad_namespace_is_refused(bad: object) -> None:
     assert info.value.field == "state_namespace"
     with pytest.raises(InvalidInputError):
         check_namespace(bad)
+
+
+async def test_compile_prompt_async_takes_the_namespace_as_a_compiler_option() -> None:
+    from membrane import CompilerPool, compile_prompt_async
+
+    store, pool = InMemoryStateStore(), CompilerPool()
+    history = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"note {i} " + "word " * 40}
+        for i in range(30)
+    ]
+    for tenant in ("acme", "globex"):
+        await compile_prompt_async(
+            "which note?",
+            history,
+            max_tokens=700,
+            conversation_id="1",
+            state_store=store,
+            pool=pool,
+            state_namespace=tenant,
+        )
+    assert store.get(conversation_key("1", "acme")) is not None
+    assert store.get(conversation_key("1", "globex")) is not None
