@@ -26,6 +26,7 @@ from membrane import (
 )
 from membrane.backend import default_pool, split_history
 from membrane.messages import _digest
+from membrane.state.keys import conversation_key
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -328,9 +329,12 @@ async def test_user_id_scopes_the_conversation_state() -> None:
             state_store=store,
             pool=pool,
         )
-    assert {"membrane:conversation:2:u1/shared", "membrane:conversation:2:u2/shared"} <= set(
-        store._data
-    )
+    keys = {conversation_key("2:u1/shared"), conversation_key("2:u2/shared")}
+    assert keys == {
+        "membrane:v2:conversation:{2:u1/shared}",
+        "membrane:v2:conversation:{2:u2/shared}",
+    }
+    assert keys <= set(store._data)
     with pytest.raises(InvalidInputError) as info:
         await compile_prompt_async(None, [], max_tokens=4096)  # type: ignore[arg-type]
     assert info.value.field == "user_msg"

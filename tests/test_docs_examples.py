@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 
 from tests.adapters.conftest import CREWAI_WARNINGS
+from tests.state.conftest import cluster_url as _session_cluster_url
+from tests.state.conftest import redis_cluster as _session_redis_cluster
 from tests.state.conftest import redis_url as _session_redis_url
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -28,6 +30,8 @@ os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 redis_url = _session_redis_url
+cluster_url = _session_cluster_url
+redis_cluster = _session_redis_cluster
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 CREWAI_ENV = os.environ.get("MEMBRANE_ADAPTER_ENV") == "crewai"
 
@@ -177,6 +181,13 @@ def test_the_examples_of_a_page_run(
         real = redis.Redis.from_url
         monkeypatch.setattr(redis.Redis, "from_url", lambda _u, **kw: real(url, **kw))
         namespace["url"] = url  # "the URL of your Redis"
+        import redis.cluster
+
+        nodes = request.getfixturevalue("cluster_url")
+        real_cluster = redis.cluster.RedisCluster.from_url
+        monkeypatch.setattr(
+            redis.cluster.RedisCluster, "from_url", lambda _u, **kw: real_cluster(nodes, **kw)
+        )
     exec(GIVENS.get(page, ""), namespace)
     _run(page, [b for b in _blocks(page) if not _needs_crewai(b)], namespace)
     if page == "interrupt-protocol.md":

@@ -20,16 +20,7 @@ from membrane.records import TextCapSetting, check_text_cap
 from membrane.render import Rendered, render_end, render_system, timed_report
 from membrane.report import CompileMetrics, CompileReport, Region, note_preflight_cache
 from membrane.result import CompileResult, CostQuote
-from membrane.session import (
-    KeyedLocks,
-    LRUCache,
-    Session,
-    StoreNotes,
-    load_calibration,
-    run_off_loop,
-    scale_key,
-    write_state,
-)
+from membrane.session import KeyedLocks, LRUCache, StateScope, StoreNotes, run_off_loop
 from membrane.stages.agent import agent_inputs, check_tools_change
 from membrane.stages.layout import ContextLayoutEngine
 from membrane.stages.preflight import (
@@ -114,6 +105,7 @@ class ContextCompiler:
         preflight_analyst_model: str | None = None,
         tokenizer_registry: TokenizerRegistry | None = None,
         state_store: StateStore | None = None,
+        state_namespace: str | None = None,
         token_counter: TokenCounter | None = None,
         memory_text_max_chars: TextCapSetting = None,
     ) -> None:
@@ -148,6 +140,7 @@ class ContextCompiler:
         self.state_store: StateStore = (
             state_store if state_store is not None else InMemoryStateStore()
         )
+        self._scope = StateScope(state_namespace)  # raises on a bad namespace
         self._base_counter = token_counter
         self._counters: dict[int, MemoizedCounter] = {}
         self._window = WindowPlanner()
@@ -227,7 +220,7 @@ class ContextCompiler:
 
     def _compile_turn(self, turn: Turn, notes: StoreNotes, watch: Watch) -> CompileResult:
         """The stages of one compile, from the state read to the state write and the result."""
-        session = Session(self.state_store, turn.conversation, notes)
+        session = self._scope.session(self.state_store, turn.conversation, notes)
         turn = replace(turn, tools_changed=check_tools_change(turn.agent, session))
         semantic = self._semantic.call() if self._semantic is not None else None
         model, overhead = self.model_id, self.message_overhead_tokens
@@ -288,13 +281,11 @@ class ContextCompiler:
             raise TypeError("actual_prompt_tokens must be an int (the provider's prompt tokens)")
         if self.fixed_token_scale is not None:
             return self.fixed_token_scale
-        report, notes = CompileReport.from_metadata(result.metadata), StoreNotes()
-        model_id, counted = report.model_id, report.sent_tokens
-        key = scale_key(model_id)
-        with self._locks.hold(key):  # observations of one model in this process take turns
-            calibration = load_calibration(self.state_store, model_id, notes)
-            calibration = calibration.observe(counted, actual_prompt_tokens)
-            write_state(self.state_store, key, calibration.to_dict(), notes)
+        report = CompileReport.from_metadata(result.metadata)
+        with self._locks.hold(("scale", report.model_id)):  # one model's observations take turns
+            calibration = self._scope.observe(
+                self.state_store, report.model_id, report.sent_tokens, actual_prompt_tokens
+            )
         return calibration.scale
 
     def estimate(
@@ -316,7 +307,7 @@ class ContextCompiler:
         if self.fixed_token_scale is not None:
             return self.fixed_token_scale
         model = model_id if model_id is not None else self.model_id
-        return load_calibration(self.state_store, model).scale
+        return self._scope.calibration(self.state_store, model).scale
 
     # ------------------------------------------------------------------ stages
 
@@ -372,7 +363,7 @@ class ContextCompiler:
         if self.fixed_token_scale is not None:
             scale, scale_samples = self.fixed_token_scale, 0
         else:
-            calibration = load_calibration(self.state_store, self.model_id, notes)
+            calibration = self._scope.calibration(self.state_store, self.model_id, notes)
             scale, scale_samples = calibration.scale, calibration.samples
         watch.lap("normalise")
         offer = normalise_offer(

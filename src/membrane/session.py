@@ -1,14 +1,17 @@
 """One compile's view of the state store, and the bounded caches a compiler keeps between calls.
 
-A :class:`Session` is made per compile: :meth:`Session.load` reads the state store before any
-stage runs, the stages read the loaded values and queue what must be written, and
-:meth:`Session.save` writes it after the last stage. No stage touches the store itself.
+A :class:`Session` is made per compile: the first stage that needs the conversation's state
+reads it (one store read), the stages queue the fields they change, and :meth:`Session.save`
+writes the merged value after the last stage (one store write, and only when something
+changed). No stage touches the store itself. A :class:`StateScope` is what a compiler keeps
+between compiles: its key namespace and the model scales it read recently.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
@@ -20,19 +23,26 @@ from membrane.capabilities import get_token_scale
 from membrane.errors import StoreUnavailable
 from membrane.report import CompileReport
 from membrane.state import InMemoryStateStore, StateStore, StateStoreWarning
+from membrane.state.keys import check_namespace, conversation_key, scale_key
+from membrane.state.protocol import STATE_FORMAT_VERSION, VERSION_FIELD
 from membrane.tokenizers import ScaleCalibration
 
 __all__ = [
+    "SCALE_CACHE_SECONDS",
     "KeyedLocks",
     "LRUCache",
     "Session",
+    "StateScope",
     "StoreNotes",
-    "conversation_key",
     "load_calibration",
     "run_off_loop",
-    "scale_key",
     "write_state",
 ]
+
+#: How long a compiler reuses a model's scale read from a store other than the in-process one
+#: before reading it again (an observation made by another worker reaches it within this time).
+SCALE_CACHE_SECONDS = 30.0
+_SCALE_CACHE_MODELS = 64
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -103,14 +113,6 @@ class KeyedLocks:
 
     def __len__(self) -> int:
         return len(self._locks)
-
-
-def scale_key(model_id: str | None) -> str:
-    return f"membrane:scale:{(model_id or '').lower()}"
-
-
-def conversation_key(conversation: str) -> str:
-    return f"membrane:conversation:{conversation}"
 
 
 @dataclass
@@ -189,14 +191,28 @@ def _nonnegative_int(value: object) -> bool:
 
 
 def check_conversation_state(value: object) -> str | None:
-    """Why ``value`` is not a conversation's state (``share``, ``events``, ``room``), or None."""
+    """Why ``value`` is not a conversation's state, or None.
+
+    The state is a JSON object with a format ``version``; the window's ``share``, ``events``
+    and ``room`` (non-negative ints, ``room`` present whenever one of the others is) and
+    ``tools``, the fingerprint of the last tool definitions (a string), are each optional.
+    Only a value of this Membrane's version is checked further: another version's fields are
+    not ours to judge.
+    """
     if not isinstance(value, dict):
         return f"expected a JSON object, got {type(value).__name__}"
+    version = value.get(VERSION_FIELD)
+    if not _nonnegative_int(version):
+        return f"{VERSION_FIELD} must be a non-negative int, got {str(version)[:40]}"
+    if version != STATE_FORMAT_VERSION:
+        return None
     for name in ("share", "events", "room"):
         if name in value and not _nonnegative_int(value[name]):
             return f"{name} must be a non-negative int, got {str(value[name])[:40]}"
-    if value and "room" not in value:
+    if ("share" in value or "events" in value) and "room" not in value:
         return "room is missing"
+    if "tools" in value and not isinstance(value["tools"], str):
+        return f"tools must be a fingerprint string, got {str(value['tools'])[:40]}"
     return None
 
 
@@ -212,52 +228,61 @@ def _check_calibration(value: object) -> str | None:
 class Session:
     """What one compile read from the store, and what it will write back.
 
-    The conversation's state is read once, the first time a stage asks for it (most turns of
-    a short conversation never do, and a remote store's round trip is the costly part). A
-    value that fails its checks is treated as absent. While the store is down (and offers a
-    fallback) reads and writes go to the fallback only, so nothing computed during an outage
-    overwrites what the store holds when it comes back.
+    The conversation's state is one value under one key. It is read at most once, the first
+    time a stage asks for it (most turns of a short conversation never do, and a remote
+    store's round trip is the costly part); a value that fails its checks, or whose format
+    version is not this Membrane's (another deploy wrote it), is treated as absent. Stages
+    queue the fields they change; :meth:`save` writes the merged value once. While the store is
+    down (and offers a fallback) reads and writes go to the fallback only, so nothing computed
+    during an outage overwrites what the store holds when it comes back.
     """
 
     store: StateStore
     conversation: str
     notes: StoreNotes = field(default_factory=StoreNotes)
+    namespace: str | None = None
     _state: dict[str, Any] | None = None
-    _writes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    _changes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The store key of this conversation's state."""
+        return conversation_key(self.conversation, self.namespace)
 
     @property
     def conversation_state(self) -> dict[str, Any]:
         if self._state is None:
-            key = conversation_key(self.conversation)
             stored = read_state(
-                self.store, key, "conversation", check_conversation_state, self.notes
+                self.store, self.key, "conversation", check_conversation_state, self.notes
             )
-            self._state = stored or {}
+            known = stored is not None and stored[VERSION_FIELD] == STATE_FORMAT_VERSION
+            self._state = stored if known and stored is not None else {}  # another deploy's
         return self._state
 
     def reject_conversation_state(self, reason: str) -> dict[str, Any]:
         """Discard the conversation's stored state (a stage found it impossible); returns {}."""
-        _discard(self.notes, "conversation", conversation_key(self.conversation), reason)
+        _discard(self.notes, "conversation", self.key, reason)
         self._state = {}
         return self._state
 
-    def write_conversation_state(self, value: dict[str, Any]) -> None:
-        self._writes.append((conversation_key(self.conversation), value))
-
-    def queue_write(self, key: str, value: dict[str, Any]) -> None:
-        """Queue a write of another key of this conversation (written by :meth:`save`)."""
-        self._writes.append((key, value))
+    def write_conversation_state(self, fields: dict[str, Any]) -> None:
+        """Queue ``fields`` of the conversation's state (merged into it by :meth:`save`)."""
+        self._changes.update(fields)
 
     def save(self) -> int:
-        """Write what the stages queued, in order (to the fallback only, during an outage).
-
-        Returns how many writes that was.
+        """Write the conversation's state once, if the stages changed it (to the fallback only,
+        during an outage). Returns how many writes that was (0 or 1).
         """
-        writes = len(self._writes)
-        for key, value in self._writes:
-            write_state(self.store, key, value, self.notes)
-        self._writes.clear()
-        return writes
+        if not self._changes:
+            return 0
+        before = self.conversation_state
+        value = {**before, **self._changes, VERSION_FIELD: STATE_FORMAT_VERSION}
+        self._changes = {}
+        if value == before:
+            return 0
+        write_state(self.store, self.key, value, self.notes)
+        self._state = value
+        return 1
 
 
 def write_state(store: StateStore, key: str, value: dict[str, Any], notes: StoreNotes) -> None:
@@ -280,7 +305,10 @@ def write_state(store: StateStore, key: str, value: dict[str, Any], notes: Store
 
 
 def load_calibration(
-    store: StateStore, model_id: str | None, notes: StoreNotes | None = None
+    store: StateStore,
+    model_id: str | None,
+    notes: StoreNotes | None = None,
+    namespace: str | None = None,
 ) -> ScaleCalibration:
     """The model's calibration from the store, or its capability-map seed.
 
@@ -288,10 +316,77 @@ def load_calibration(
     with a :class:`~membrane.state.StateStoreWarning` and the seed used instead.
     """
     notes = notes if notes is not None else StoreNotes()
-    stored = read_state(store, scale_key(model_id), "scale", _check_calibration, notes)
+    key = scale_key(model_id, namespace)
+    stored = read_state(store, key, "scale", _check_calibration, notes)
     if stored is not None:
         return ScaleCalibration.from_dict(stored)
     return ScaleCalibration(scale=get_token_scale(model_id) if model_id else 1.0)
+
+
+class StateScope:
+    """A compiler's place in its state store: the key namespace and the recent model scales.
+
+    ``namespace`` (a tenant, say) goes into every key, so two namespaces' conversation ids
+    never meet. A model's scale read from a store other than the in-process one is reused for
+    ``scale_seconds`` (:data:`SCALE_CACHE_SECONDS`) before the store is asked again, so most
+    compiles make no scale read; :meth:`observe` updates the cached value at once. The
+    in-process store (and any subclass of it) is read every time: the read costs no round
+    trip, and compilers sharing one see each other's observations at once.
+    """
+
+    def __init__(
+        self,
+        namespace: str | None = None,
+        *,
+        scale_seconds: float = SCALE_CACHE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.namespace = check_namespace(namespace)
+        self._seconds = scale_seconds
+        self._clock = clock
+        self._scales: LRUCache[str, tuple[StateStore, ScaleCalibration, float]] = LRUCache(
+            _SCALE_CACHE_MODELS
+        )
+
+    def session(self, store: StateStore, conversation: str, notes: StoreNotes) -> Session:
+        """A compile's view of ``conversation``'s state in ``store``."""
+        return Session(store, conversation, notes, self.namespace)
+
+    def calibration(
+        self, store: StateStore, model_id: str | None, notes: StoreNotes | None = None
+    ) -> ScaleCalibration:
+        """The model's calibration: from this scope's cache while fresh, else from ``store``."""
+        if isinstance(store, InMemoryStateStore):
+            return load_calibration(store, model_id, notes, self.namespace)
+        cached = self._scales.get(scale_key(model_id))
+        if cached is not None and cached[0] is store and self._clock() < cached[2]:
+            return cached[1]
+        notes = notes if notes is not None else StoreNotes()
+        calibration = load_calibration(store, model_id, notes, self.namespace)
+        if not notes.fallback:  # an outage's stand-in is not worth keeping
+            self._remember(store, model_id, calibration)
+        return calibration
+
+    def observe(
+        self, store: StateStore, model_id: str | None, counted: int, actual: int
+    ) -> ScaleCalibration:
+        """Fold one billed prompt into the model's stored calibration; returns the new one.
+
+        The stored value is read afresh (another worker may have observed since), updated and
+        written back, and kept in the cache.
+        """
+        notes, key = StoreNotes(), scale_key(model_id, self.namespace)
+        calibration = load_calibration(store, model_id, notes, self.namespace)
+        calibration = calibration.observe(counted, actual)
+        write_state(store, key, calibration.to_dict(), notes)
+        self._remember(store, model_id, calibration)
+        return calibration
+
+    def _remember(
+        self, store: StateStore, model_id: str | None, calibration: ScaleCalibration
+    ) -> None:
+        expires = self._clock() + self._seconds
+        self._scales.put(scale_key(model_id), (store, calibration, expires))
 
 
 async def run_off_loop(store: StateStore, call: Callable[[], R]) -> R:

@@ -21,15 +21,17 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from membrane import CompileResult, ContextCompiler
-from membrane.state import StateStoreWarning
+from membrane.state import STATE_FORMAT_VERSION, StateStoreWarning
+from membrane.state.keys import conversation_key, scale_key
 from membrane.state.protocol import decode_state, encode_state
 from membrane.tokenizers import load_encoding
 from tests.redis_process import RedisProcess
 
 MAX_TOKENS = 1200
-SCALE_KEY = "membrane:scale:"  # model_id None
+SCALE_KEY = scale_key(None)
 CONVERSATION = "c1"
-CONVERSATION_KEY = f"membrane:conversation:{CONVERSATION}"
+CONVERSATION_KEY = conversation_key(CONVERSATION)
+V = STATE_FORMAT_VERSION
 HISTORY = [
     {
         "role": "user" if i % 2 == 0 else "assistant",
@@ -95,9 +97,13 @@ def _calibration_like(draw: st.DrawFn) -> str:
 @st.composite
 def _conversation_like(draw: st.DrawFn) -> str:
     value: dict[str, Any] = {}
+    if draw(st.integers(0, 5)):  # mostly this Membrane's version, sometimes another or junk
+        value["version"] = draw(st.one_of(st.just(V), st.just(V), st.integers(-1, V + 2), _FIELD))
     for name in ("share", "events", "room"):
         if draw(st.booleans()):
             value[name] = draw(st.one_of(st.integers(-5, 10**7), _FIELD))
+    if draw(st.integers(0, 3)) == 0:
+        value["tools"] = draw(st.one_of(st.text(max_size=8), _FIELD))
     return _dumps(value)
 
 
@@ -150,19 +156,37 @@ def good_calibration(raw: str | bytes) -> dict[str, Any] | None:
     return value
 
 
+def _count(value: object) -> bool:
+    return _number(value) and isinstance(value, int) and 0 <= value < 2**53
+
+
 def badly_typed_conversation(raw: str | bytes) -> bool:
-    """True when the value cannot be a conversation's state whatever the budget."""
+    """True when the value cannot be a conversation's state whatever the budget.
+
+    A value of another format version (another deploy's) is not bad: it is absent to us.
+    """
     try:
         value = json.loads(raw)
     except (ValueError, RecursionError):
         return True
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or not _count(value.get("version")):
         return True
-    for name in ("share", "events", "room"):
-        field = value.get(name, 0)
-        if not (_number(field) and isinstance(field, int) and 0 <= field < 2**53):
-            return True
-    return bool(value) and "room" not in value
+    if value["version"] != V:
+        return False
+    if not all(_count(value.get(name, 0)) for name in ("share", "events", "room")):
+        return True
+    if not isinstance(value.get("tools", ""), str):
+        return True
+    return ("share" in value or "events" in value) and "room" not in value
+
+
+def other_version(raw: str | bytes) -> bool:
+    """True when the value is a JSON object of a format version other than this Membrane's."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and _count(value.get("version")) and value["version"] != V
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -223,9 +247,11 @@ def test_a_corrupt_scale_never_raises_and_never_lifts_the_budget(raw: str | byte
 
 
 @given(raw_values(_conversation_like()))
-@example('{"room": 100000000, "share": 1, "events": 1}')
-@example('{"room": -3}')
-@example('{"share": 5}')
+@example(f'{{"version": {V}, "room": 100000000, "share": 1, "events": 1}}')
+@example(f'{{"version": {V}, "room": -3}}')
+@example(f'{{"version": {V}, "share": 5}}')
+@example(f'{{"version": {V + 1}, "room": -3}}')  # a newer deploy's: absent, not corrupt
+@example('{"room": 5}')  # no version
 def test_a_corrupt_conversation_state_never_raises_and_never_lifts_the_budget(
     raw: str | bytes,
 ) -> None:
@@ -236,12 +262,16 @@ def test_a_corrupt_conversation_state_never_raises_and_never_lifts_the_budget(
     if badly_typed_conversation(raw):
         assert discarded == ["conversation"]
         assert warned
+    if other_version(raw):
+        assert discarded == []
+        assert not warned
+        assert result.messages == CLEAN.messages
     if discarded:
         # Rebuilt from the messages: what a compile that found nothing would send, and what it
         # would store.
         assert result.messages == CLEAN.messages
         rebuilt = store.get(CONVERSATION_KEY)
-        assert rebuilt is not None and set(rebuilt) == {"share", "events", "room"}
+        assert rebuilt is not None and set(rebuilt) == {"version", "share", "events", "room"}
 
 
 @given(raw_values(_calibration_like()), raw_values(_conversation_like()))

@@ -20,6 +20,7 @@ import pytest
 from membrane import CompileResult, ContextCompiler, MemoryItem
 from membrane.errors import InvalidInputError, StoreUnavailable
 from membrane.state import InMemoryStateStore, RedisStateStore, StateStoreWarning
+from membrane.state.keys import conversation_key
 from membrane.state.redis import (
     bounded_client,
     get_ref_map_for_conversation,
@@ -29,7 +30,7 @@ from tests.redis_process import RedisProcess
 
 DEADLINE = 0.25
 CONVERSATION = "c9"
-STATE_KEY = f"membrane:state:membrane:conversation:{CONVERSATION}"
+STATE_KEY = "membrane:state:" + conversation_key(CONVERSATION)
 
 
 def _histories(turns: int) -> list[list[dict[str, Any]]]:
@@ -156,9 +157,9 @@ def test_fallback_policy_through_a_freeze_and_a_kill(server: RedisProcess) -> No
     # What the worker wrote on its return is what a worker that never saw the outage computes
     # from the store's pre-outage value and the messages.
     fresh_store = InMemoryStateStore()
-    fresh_store.put("membrane:conversation:" + CONVERSATION, _decode(before_outage))
+    fresh_store.put(conversation_key(CONVERSATION), _decode(before_outage))
     _turn(_compiler(fresh_store), 32)
-    assert _decode(snapshot.get(STATE_KEY)) == fresh_store.get("membrane:conversation:c9")
+    assert _decode(snapshot.get(STATE_KEY)) == fresh_store.get(conversation_key(CONVERSATION))
     results.append(first_after)
     results.extend(_turn(worker, turn) for turn in range(33, 40))
     extra = [turn for turn in prefix_breaks(results) if turn not in cuts]

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from membrane import ContextCompiler
 from membrane.errors import InvalidInputError
 from membrane.state import InMemoryStateStore
+from membrane.state.keys import conversation_key
 from membrane.state.memory import DEFAULT_MAX_ENTRIES
 
 
@@ -111,11 +112,11 @@ def test_a_compiler_keeps_at_most_the_bound_of_conversations() -> None:
         )
         assert result.metadata["history_messages_dropped"] > 0  # each one stored a cut
     assert len(store) == 32
-    assert store.get("membrane:conversation:conv-199") is not None
-    assert store.get("membrane:conversation:conv-0") is None
+    assert store.get(conversation_key("conv-199")) is not None
+    assert store.get(conversation_key("conv-0")) is None
     # A conversation whose state left the store compiles again and stores it again.
     compiler.compile([], "which note?", conversation_messages=history, conversation_id="conv-0")
-    assert store.get("membrane:conversation:conv-0") is not None
+    assert store.get(conversation_key("conv-0")) is not None
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""A real redis-server on a free loopback port, started once per test session."""
+"""A real redis-server, and a real three-node Redis Cluster, on free loopback ports, each
+started once per test session (the cluster only when a test asks for it)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,25 @@ from typing import Any
 
 import pytest
 
-from tests.redis_process import RedisProcess
+from tests.redis_process import RedisClusterProcess, RedisProcess
 
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     with RedisProcess() as server:
         yield server.url
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisClusterProcess]:
+    """A three-node Redis Cluster on loopback ports, started once per test session."""
+    with RedisClusterProcess() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def cluster_url(redis_cluster: RedisClusterProcess) -> str:
+    return redis_cluster.url
 
 
 @pytest.fixture

@@ -84,7 +84,7 @@ def test_workers_sharing_redis_emit_what_one_worker_would(
         assert got.messages == expected.messages
         cuts = expected.metadata["history_messages_dropped"]
     assert cuts > 0
-    assert redis_client.get("membrane:state:membrane:conversation:c9") is not None
+    assert redis_client.get("membrane:state:membrane:v2:conversation:{c9}") is not None
 
 
 def test_ref_map_persistence(redis_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -46,8 +46,6 @@ DEFAULT_RESERVE_CEILING = 16_384
 non-streaming request (it expects such a request to run past ten minutes); callers who want
 long answers name their reserve."""
 
-_TOOLS_STATE = "membrane:tools:"
-
 
 @dataclass(frozen=True)
 class AgentInputs:
@@ -139,14 +137,12 @@ def _check_sizes(sizes: Mapping[str, tuple[int, int]] | None) -> dict[str, tuple
 def check_tools_change(agent: AgentInputs, session: Session) -> bool:
     """Whether this conversation's tools differ from its last compile's (a cache break).
 
-    Only compiles with tools read or write the tools' fingerprint.
+    Only compiles with tools read or write the tools' fingerprint, the ``tools`` field of the
+    conversation's state (so it costs no store round trip of its own).
     """
     if not agent.tools:
         return False
-    key = _TOOLS_STATE + session.conversation
     fingerprint = tools_fingerprint(agent.tools)
-    stored = session.store.get(key)
-    before = stored.get("fingerprint") if isinstance(stored, dict) else None
-    if before != fingerprint:
-        session.queue_write(key, {"fingerprint": fingerprint})
+    before = session.conversation_state.get("tools")
+    session.write_conversation_state({"tools": fingerprint})
     return isinstance(before, str) and before != fingerprint

@@ -8,7 +8,7 @@ and per model, the token-scale calibration. Both are small JSON-serialisable dic
 from __future__ import annotations
 
 from membrane.state.memory import InMemoryStateStore
-from membrane.state.protocol import StateStore, StateStoreWarning
+from membrane.state.protocol import STATE_FORMAT_VERSION, StateStore, StateStoreWarning
 from membrane.state.redis import (
     RedisStateStore,
     get_ref_map_for_conversation,
@@ -16,6 +16,7 @@ from membrane.state.redis import (
 )
 
 __all__ = [
+    "STATE_FORMAT_VERSION",
     "InMemoryStateStore",
     "RedisStateStore",
     "StateStore",

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from membrane.errors import InvalidInputError
-from membrane.state.protocol import decode_state, encode_state
+from membrane.state.protocol import decode_state, encode_state, state_version
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "InMemoryStateStore"]
 
@@ -28,6 +28,9 @@ class InMemoryStateStore:
     (a conversation that comes back later pays one cache miss, as after a Redis TTL).
     ``ttl_seconds`` makes an entry expire that long after it was last written, like the Redis
     store's ``ttl_seconds``; None keeps entries until the bound pushes them out.
+
+    A ``put`` leaves a live entry alone when the entry's format version is greater than the new
+    value's (checked and written under one lock), as the Redis store's compare-and-set does.
     """
 
     def __init__(
@@ -53,8 +56,8 @@ class InMemoryStateStore:
         self.max_entries = max_entries
         self.ttl_seconds = ttl_seconds
         self._clock = clock
-        # key -> (encoded value, expiry time or None)
-        self._data: OrderedDict[str, tuple[str, float | None]] = OrderedDict()
+        # key -> (encoded value, expiry time or None, format version)
+        self._data: OrderedDict[str, tuple[str, float | None, int]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -62,7 +65,7 @@ class InMemoryStateStore:
             entry = self._data.get(key)
             if entry is None:
                 return None
-            raw, expires = entry
+            raw, expires, _ = entry
             if expires is not None and self._clock() >= expires:
                 del self._data[key]
                 return None
@@ -70,10 +73,14 @@ class InMemoryStateStore:
         return decode_state(raw)
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        raw = encode_state(value)
-        expires = None if self.ttl_seconds is None else self._clock() + self.ttl_seconds
+        raw, version = encode_state(value), state_version(value)
+        now = self._clock()
+        expires = None if self.ttl_seconds is None else now + self.ttl_seconds
         with self._lock:
-            self._data[key] = (raw, expires)
+            held = self._data.get(key)
+            if held is not None and held[2] > version and (held[1] is None or now < held[1]):
+                return
+            self._data[key] = (raw, expires, version)
             self._data.move_to_end(key)
             while len(self._data) > self.max_entries:
                 self._data.popitem(last=False)

@@ -5,7 +5,24 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["StateStore", "StateStoreWarning", "decode_state", "encode_state"]
+__all__ = [
+    "STATE_FORMAT_VERSION",
+    "VERSION_FIELD",
+    "StateStore",
+    "StateStoreWarning",
+    "decode_state",
+    "encode_state",
+    "state_version",
+]
+
+#: The format of the conversation values this Membrane writes, stored in each value under
+#: :data:`VERSION_FIELD`. Bump it whenever a value's fields change meaning: a worker reads a
+#: value of another version as absent, and a store never lets an older version overwrite a
+#: newer one, so workers of two deploys can share a store during a rolling deploy.
+STATE_FORMAT_VERSION = 2
+
+#: The field of a stored value that holds its format version (a non-negative int).
+VERSION_FIELD = "version"
 
 
 class StateStoreWarning(UserWarning):
@@ -31,12 +48,23 @@ def decode_state(raw: str | bytes) -> dict[str, Any]:
     return value
 
 
+def state_version(value: object) -> int:
+    """The format version ``value`` carries (0 when it carries none, or not as an int)."""
+    version = value.get(VERSION_FIELD) if isinstance(value, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version >= 0:
+        return version
+    return 0
+
+
 @runtime_checkable
 class StateStore(Protocol):
     """A key-value store of small JSON-serialisable dicts.
 
     Implementations must return what was last ``put`` under a key (or None), and translate
-    their own failures into :class:`membrane.errors.StoreUnavailable`.
+    their own failures into :class:`membrane.errors.StoreUnavailable`. A ``put`` must leave a
+    stored value alone when its :func:`state_version` is greater than the new value's (compare
+    and set, atomically per key), so a worker of an older deploy never overwrites what a newer
+    one wrote.
     """
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -44,5 +72,5 @@ class StateStore(Protocol):
         ...
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        """Store ``value`` under ``key``, replacing what was there."""
+        """Store ``value`` under ``key``, unless what is there has a greater version."""
         ...

@@ -21,8 +21,15 @@ from typing import Any, Literal
 
 from membrane import config
 from membrane.errors import InvalidInputError, StoreUnavailable
+from membrane.state.client import bounded_client, check_client, check_deadline, redis_errors
 from membrane.state.memory import InMemoryStateStore
-from membrane.state.protocol import StateStoreWarning, decode_state, encode_state
+from membrane.state.protocol import (
+    VERSION_FIELD,
+    StateStoreWarning,
+    decode_state,
+    encode_state,
+    state_version,
+)
 
 __all__ = [
     "OutagePolicy",
@@ -35,6 +42,26 @@ __all__ = [
 
 _DEFAULT_PREFIX = "membrane:state:"
 _RECORDED_CALLS = 64
+
+# Compare-and-set in one call on one key (so it runs on a cluster too): the value in ARGV[1],
+# of format version ARGV[2], is written unless the stored value's version is greater. ARGV[3]
+# is the TTL in seconds ("0": none). Returns 1 when written, 0 when the stored value was kept.
+_PUT_SCRIPT = f"""
+local stored = redis.call('GET', KEYS[1])
+if stored then
+  local ok, value = pcall(cjson.decode, stored)
+  if ok and type(value) == 'table' then
+    local version = value['{VERSION_FIELD}']
+    if type(version) == 'number' and version > tonumber(ARGV[2]) then return 0 end
+  end
+end
+if ARGV[3] == '0' then
+  redis.call('SET', KEYS[1], ARGV[1])
+else
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
+end
+return 1
+"""
 
 #: What a compile does while the store cannot be reached: ``"fallback"`` goes on with the
 #: store's in-process copy of what it last read or wrote; ``"raise"`` raises StoreUnavailable.
@@ -49,92 +76,6 @@ class StoreCall:
     key: str
     seconds: float
     error: str
-
-
-def _redis_errors() -> tuple[type[BaseException], ...]:
-    import redis
-
-    return (redis.exceptions.RedisError, OSError)
-
-
-def _check_deadline(deadline: float | None) -> float:
-    if deadline is None:
-        return config.store_deadline_seconds()
-    ok = isinstance(deadline, (int, float)) and not isinstance(deadline, bool)
-    if not ok or not 0 < deadline <= 60:  # NaN fails the range check too
-        raise InvalidInputError(
-            f"deadline_seconds must be a number of seconds in (0, 60], got {deadline!r}",
-            field="deadline_seconds",
-        )
-    return float(deadline)
-
-
-def _client_from_url(url: str | None, deadline: float) -> Any:
-    try:
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            'the Redis state store needs the redis package: pip install "membrane-aol[redis]"'
-        ) from exc
-    url = url or config.redis_url()
-    if not url:
-        raise StoreUnavailable(
-            "no Redis URL: pass client= or url=, or set MEMBRANE_REDIS_URL", store="redis"
-        )
-    return redis.Redis.from_url(
-        url,
-        socket_timeout=deadline,
-        socket_connect_timeout=deadline,
-        retry=Retry(NoBackoff(), 0),
-        retry_on_timeout=False,
-    )
-
-
-def _retries(kwargs: dict[str, Any]) -> int:
-    """Retries a connection built from ``kwargs`` makes (redis-py: a Retry, or one on timeout)."""
-    retry = kwargs.get("retry")
-    if retry is not None:
-        get = getattr(retry, "get_retries", None)
-        return int(get() if callable(get) else getattr(retry, "_retries", 0))
-    return 1 if kwargs.get("retry_on_timeout") or kwargs.get("retry_on_error") else 0
-
-
-def check_client(client: Any, deadline: float) -> Any:
-    """``client`` if every call it makes ends within ``deadline`` seconds; else InvalidInputError.
-
-    Checked: a socket timeout and a connect timeout, each at most the deadline, and no retries
-    (a retry starts the clock again).
-    """
-    pool = getattr(client, "connection_pool", None)
-    kwargs = getattr(pool, "connection_kwargs", None)
-    fix = (
-        f"build it as redis.Redis.from_url(url, socket_timeout={deadline}, "
-        f"socket_connect_timeout={deadline}, retry=redis.retry.Retry(redis.backoff.NoBackoff(), "
-        "0)), or pass url= and let Membrane build it"
-    )
-    if not isinstance(kwargs, dict):
-        raise InvalidInputError(
-            f"cannot tell how long this Redis client may block (no connection_pool); {fix}",
-            field="client",
-        )
-    for name in ("socket_timeout", "socket_connect_timeout"):
-        value = kwargs.get(name)
-        if value is None or not 0 < float(value) <= deadline:
-            raise InvalidInputError(
-                f"the Redis client's {name} is {value!r}, which lets a frozen server hold a "
-                f"request longer than the store's deadline of {deadline} s; {fix}",
-                field="client",
-            )
-    retries = _retries(kwargs)
-    if retries:
-        raise InvalidInputError(
-            f"the Redis client retries {retries} times, so one call can outlast the store's "
-            f"deadline of {deadline} s several times over; {fix}",
-            field="client",
-        )
-    return client
 
 
 def _check_options(
@@ -174,9 +115,12 @@ def _check_options(
 class RedisStateStore:
     """Keeps compiler state in Redis as JSON strings under ``prefix``.
 
-    Pass a ``redis.Redis`` client whose timeouts are within ``deadline_seconds`` and that does
-    not retry, or a URL (default ``MEMBRANE_REDIS_URL`` / ``REDIS_URL``) to have one built.
-    ``ttl_seconds`` lets idle conversations expire; None keeps them.
+    Pass a ``redis.Redis`` or ``redis.cluster.RedisCluster`` client whose timeouts are within
+    ``deadline_seconds`` and that does not retry, or a URL (default ``MEMBRANE_REDIS_URL`` /
+    ``REDIS_URL``) to have a ``redis.Redis`` built. ``ttl_seconds`` lets idle conversations
+    expire; None keeps them. ``prefix`` may not hold braces (they would move a key's Redis
+    Cluster hash tag). A read is one ``GET``; a write is one ``EVAL`` of a compare-and-set
+    script on the one key, which keeps a stored value of a greater format version.
 
     While Redis does not answer, ``outage_policy="fallback"`` (the default) lets compiles go on
     with an in-process copy of what this store last read or wrote (bounded to
@@ -198,10 +142,14 @@ class RedisStateStore:
         retry_after_seconds: float = 1.0,
         fallback_entries: int = 10_000,
     ) -> None:
-        self.deadline_seconds = _check_deadline(deadline_seconds)
+        self.deadline_seconds = check_deadline(deadline_seconds)
         _check_options(outage_policy, ttl_seconds, retry_after_seconds, fallback_entries)
+        if not isinstance(prefix, str) or "{" in prefix or "}" in prefix:
+            raise InvalidInputError(
+                f"prefix must be a string without braces, got {prefix!r}", field="prefix"
+            )
         if client is None:
-            self._client = _client_from_url(url, self.deadline_seconds)
+            self._client = bounded_client(url, deadline_seconds=self.deadline_seconds)
         else:
             self._client = check_client(client, self.deadline_seconds)
         self._prefix = prefix
@@ -229,8 +177,9 @@ class RedisStateStore:
         return value
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        raw = encode_state(value)
-        self._call("put", key, lambda: self._client.set(self._prefix + key, raw, ex=self._ttl))
+        raw, version, ttl = encode_state(value), state_version(value), self._ttl or 0
+        script, name = _PUT_SCRIPT, self._prefix + key
+        self._call("put", key, lambda: self._client.eval(script, 1, name, raw, version, ttl))
         self._copy.put(key, value)
 
     def _call(self, operation: str, key: str, call: Any) -> Any:
@@ -244,7 +193,7 @@ class RedisStateStore:
         started = time.monotonic()
         try:
             out = call()
-        except _redis_errors() as exc:
+        except redis_errors() as exc:
             elapsed = time.monotonic() - started
             self._note_failure(StoreCall(operation, key, elapsed, f"{type(exc).__name__}: {exc}"))
             verb = "read" if operation == "get" else "write"
@@ -323,20 +272,10 @@ def _encode_ref_map(ref_map: object) -> str:
 
 
 def _ref_map_client(client: Any, deadline_seconds: float | None) -> Any:
-    deadline = _check_deadline(deadline_seconds)
+    deadline = check_deadline(deadline_seconds)
     if client is None:
-        return _client_from_url(None, deadline)
+        return bounded_client(None, deadline_seconds=deadline)
     return check_client(client, deadline)
-
-
-def bounded_client(url: str | None = None, *, deadline_seconds: float | None = None) -> Any:
-    """A ``redis.Redis`` client for ``url`` that the deadline rules accept.
-
-    Its socket and connect timeouts equal the deadline (``MEMBRANE_STORE_DEADLINE_SECONDS``,
-    0.25 s, when None) and it never retries. ``url`` defaults to ``MEMBRANE_REDIS_URL`` /
-    ``REDIS_URL``. Share it between :class:`RedisStateStore` and the ref-map functions.
-    """
-    return _client_from_url(url, _check_deadline(deadline_seconds))
 
 
 def set_ref_map_for_conversation(
@@ -359,7 +298,7 @@ def set_ref_map_for_conversation(
     client = _ref_map_client(client, deadline_seconds)
     try:
         client.set(key, raw, ex=ttl)
-    except _redis_errors() as exc:
+    except redis_errors() as exc:
         raise StoreUnavailable(f"cannot save the ref map: {exc}", store="redis") from exc
 
 
@@ -375,7 +314,7 @@ def get_ref_map_for_conversation(
     client = _ref_map_client(client, deadline_seconds)
     try:
         raw = client.get(key)
-    except _redis_errors() as exc:
+    except redis_errors() as exc:
         raise StoreUnavailable(f"cannot read the ref map: {exc}", store="redis") from exc
     if raw is None:
         return {}
