@@ -98,9 +98,10 @@ class CharacterEstimateCounter:
         return f"CharacterEstimateCounter({self._chars_per_token!r})"
 
 
-# Runs of line breaks. The pattern opens with a literal, which re looks for quickly; "\n+" or
-# a lookbehind would be tried at every position of a long prompt.
-_BREAKS = re.compile(r"\n\n*")
+# Runs of line breaks, and a space after a sentence's end mark (where a cut goes before the
+# space). The first branch opens with a literal, which re looks for quickly; "\n+" or a
+# lookbehind would be tried at every position of a long prompt.
+_CUTS = re.compile(r"\n\n*|[.!?][\"')\]]* ")
 _ASCII_LETTERS = frozenset(string.ascii_letters)
 _ASCII_ALNUM = frozenset(string.ascii_letters + string.digits)
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
@@ -138,7 +139,7 @@ class MemoizedCounter:
     def _count_new(self, text: str) -> int:
         if not self._by_lines:
             return self.inner.count(text)
-        if len(text) >= _SPLIT_MIN_CHARS and "\n" in text:
+        if len(text) >= _SPLIT_MIN_CHARS:
             pieces = _split_at_piece_starts(text)
             if len(pieces) > 1:
                 # Most pieces are known: look them up without a call. One lookup each, as
@@ -194,11 +195,17 @@ class MemoizedCounter:
         """Like :meth:`count` for a piece that has no cut left in it."""
         n = self._memo.get(piece)
         if n is None:
-            n = self._count_uncut(piece)
+            n = self._count_uncut(piece, spaced=True)
             self._remember(piece, n)
         return n
 
-    def _count_uncut(self, text: str) -> int:
+    def _count_uncut(self, text: str, *, spaced: bool = False) -> int:
+        """The count of ``text`` from memoised parts where the rules above allow.
+
+        ``spaced``: ``text`` is a piece of a longer text, such as a sentence after the one
+        before it (" Next one."); its count then comes from the sentence without the space,
+        which is memoised for when the sentence is counted alone (an index line, a passage).
+        """
         # "line.\n" from the count of "line." (usually memoised): only the last piece differs.
         line = text.rstrip("\n")
         if line != text and line[-1:] in _ASCII_ALNUM:  # "line\n" as "line" and "\n"
@@ -213,6 +220,8 @@ class MemoizedCounter:
         # " text" from a memoised "text": only the first word's piece takes the space.
         word = _leading_word(text[1:]) if text.startswith(" ") else None
         known = self._memo.get(text[1:]) if word is not None else None
+        if word is not None and known is None and spaced:
+            known = self._count_piece(text[1:])
         if word is not None and known is not None:
             return known - self.count(word) + self.count(" " + word)
         return self.inner.count(text)
@@ -240,13 +249,19 @@ def _leading_word(text: str) -> str | None:
 def _split_at_piece_starts(text: str) -> list[str]:
     """``text`` cut where tiktoken always starts a new piece (see TiktokenAdapter).
 
-    That is after a line break that opens a line (not white space or "/"), and before a line
-    break that ends a line on an ASCII letter or digit, so "line\\n" reuses the count of "line".
+    That is after a line break that opens a line (not white space or "/"), before a line
+    break that ends a line on an ASCII letter or digit, so "line\\n" reuses the count of
+    "line", and before a space after a sentence's end mark (and any closing quotes or
+    brackets after it), so the sentences of a message are counted (and memoised) one by one.
     """
     pieces = []
     start = 0
-    for match in _BREAKS.finditer(text):
+    for match in _CUTS.finditer(text):
         first, after = match.span()
+        if text[first] != "\n":
+            pieces.append(text[start : after - 1])
+            start = after - 1
+            continue
         if first > start and text[first - 1] in _ASCII_ALNUM:
             pieces.append(text[start:first])
             start = first

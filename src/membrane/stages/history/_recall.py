@@ -8,9 +8,11 @@ passage to its best sentence when the whole one does not fit.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from membrane.prompt_text import recalled_line
@@ -148,10 +150,17 @@ def stated_words(sentences: Iterable[str]) -> dict[str, float]:
     return weights
 
 
+@functools.lru_cache(maxsize=16_384)
+def _stated(sentences: tuple[str, ...]) -> Mapping[str, float]:
+    # Memoised (read-only): a passage's words are read again whenever a query matches it, a
+    # kept message's on every turn that checks the window.
+    return MappingProxyType(stated_words(sentences))
+
+
 def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
     """File passage ``pid`` under each word it states (a question's words count half)."""
     message = passage.message
-    for w, weight in stated_words(passage.sentences).items():
+    for w, weight in _stated(passage.sentences).items():
         postings.setdefault(w, []).append((pid, message, weight))
 
 
@@ -218,7 +227,7 @@ def window_cover(texts: Iterable[str], query: str, stats: TermStats) -> WindowCo
     telling = telling_words(query, stats)
     held: dict[frozenset[tuple[str, float]], None] = {}
     for text in texts:
-        stated = stated_words(split_sentences(text))
+        stated = _stated(tuple(split_sentences(text)))
         found = frozenset((w, stated[w]) for w in telling if w in stated)
         if found:
             held[found] = None
@@ -254,7 +263,7 @@ def _needed(
     passages, telling = tracker.passages, cover.telling
     by_message: dict[int, dict[str, float]] = {}
     for pid in scores:
-        stated = stated_words(passages[pid].sentences)
+        stated = _stated(passages[pid].sentences)
         message = by_message.setdefault(passages[pid].message, {})
         for w in telling.keys() & stated.keys():
             message[w] = max(message.get(w, 0.0), stated[w])
