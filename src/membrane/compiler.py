@@ -47,6 +47,7 @@ from membrane.turn import (
     Turn,
     check_compressor,
     check_fraction,
+    check_message_counts,
     check_non_negative_int,
     check_placement,
     check_positive_int,
@@ -176,6 +177,7 @@ class ContextCompiler:
         image_sizes: Mapping[str, tuple[int, int]] | None = None,
         reserve_output_tokens: int | None = None,
         history_version: HistoryVersion | None = None,
+        message_token_counts: Sequence[int | None] | None = None,
         debug: bool = False,
     ) -> CompileResult:
         """Compile one turn.
@@ -192,6 +194,8 @@ class ContextCompiler:
         etag the caller owns) vouches that the history only grew since the last compile that
         passed it, so the part validated then is not checked again; without it a digest of
         that part proves it unchanged (see :func:`membrane.messages.check_history`).
+        ``message_token_counts`` (an int or None per history message): the caller's counts of
+        their texts, taken on trust (see :func:`membrane.turn.check_message_counts`).
 
         One compiler may be shared by threads and tasks: compiles of one conversation take
         turns, each one's state read, window, tail, state write and ``metrics_callback`` in
@@ -204,7 +208,7 @@ class ContextCompiler:
             memories,
             user_message,
             notes=notes,
-            conversation_messages=conversation_messages,
+            history_in=(conversation_messages, history_version, message_token_counts),
             last_assistant_turn=last_assistant_turn,
             agent_persona_prompt=agent_persona_prompt,
             dynamic_directives=dynamic_directives,
@@ -214,7 +218,6 @@ class ContextCompiler:
             profile=profile,
             tokenizer_registry=tokenizer_registry,
             conversation_id=conversation_id,
-            history_version=history_version,
             compress_sync=compress_sync,
             agent=(tools, image_sizes, reserve_output_tokens),
             debug=debug,
@@ -324,7 +327,7 @@ class ContextCompiler:
         user_message: str,
         *,
         notes: StoreNotes,
-        conversation_messages: Sequence[Message] | None,
+        history_in: tuple[Sequence[Message] | None, HistoryVersion | None, object],
         last_assistant_turn: str | None,
         agent_persona_prompt: str | None,
         dynamic_directives: str | Sequence[str] | None,
@@ -334,7 +337,6 @@ class ContextCompiler:
         profile: MembraneProfile | None,
         tokenizer_registry: TokenizerRegistry | None,
         conversation_id: str | None,
-        history_version: HistoryVersion | None,
         compress_sync: SyncCompressor | None,
         agent: tuple[object, Mapping[str, tuple[int, int]] | None, int | None],
         debug: bool,
@@ -348,9 +350,8 @@ class ContextCompiler:
             conversation_id,
         )
         conversation = conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION
-        history, proved = check_history(
-            conversation_messages, self._checked.get(conversation), history_version
-        )
+        messages, version, supplied = history_in
+        history, proved = check_history(messages, self._checked.get(conversation), version)
         if proved is not None:
             self._checked.put(conversation, proved)
         label = profile.classify(user_message, history) if profile is not None else None
@@ -387,6 +388,7 @@ class ContextCompiler:
         return Turn(
             user_message=user_message,
             history=history,
+            message_counts=check_message_counts(supplied, len(history)),
             offer=offer,
             layout=layout,
             core=core,

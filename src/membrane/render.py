@@ -115,6 +115,7 @@ def render_end(
         history_index_lines=window.index_lines,
         history_index_tokens=window.index_tokens,
         history_turn_local_drop=window.turn_local_drop,
+        message_counts_supplied=_supplied(turn.message_counts),
         core_chars=core_chars,
         cache=cache,
         **_common_report(turn, token_count + framing, semantic, window.kept),
@@ -177,6 +178,10 @@ def cited_numbers(offer: Offer, kept: Sequence[int], kept_text: str) -> frozense
     if not segments and offer.citable:
         numbers |= mem_numbers(kept_text) & {s.number for s in offer.citable}
     return frozenset(numbers)
+
+
+def _supplied(counts: list[int | None] | None) -> int:
+    return 0 if counts is None else len(counts) - counts.count(None)
 
 
 def _common_report(

@@ -254,6 +254,7 @@ class CompileReport:
     history_index_lines: int = 0
     history_index_tokens: int = 0
     history_turn_local_drop: int = 0
+    message_counts_supplied: int = 0
     core_chars: int | None = None
     semantic_ranking: bool = False
     semantic_ranking_error: str | None = None
@@ -304,6 +305,8 @@ class CompileReport:
             md.update(self.cache)
         if self.history_turn_local_drop:
             md["history_turn_local_drop"] = self.history_turn_local_drop
+        if self.message_counts_supplied:
+            md["message_counts_supplied"] = self.message_counts_supplied
         if self.core_chars is not None:
             md["core_chars"] = self.core_chars
         md["token_scale"] = self.token_scale
@@ -376,6 +379,7 @@ class CompileReport:
             history_index_lines=int(md.get("history_index_lines", 0)),
             history_index_tokens=int(md.get("history_index_tokens", 0)),
             history_turn_local_drop=int(md.get("history_turn_local_drop", 0)),
+            message_counts_supplied=int(md.get("message_counts_supplied", 0)),
             core_chars=md.get("core_chars"),
             semantic_ranking=bool(md.get("semantic_ranking", False)),
             semantic_ranking_error=md.get("semantic_ranking_error"),

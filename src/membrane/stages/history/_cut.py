@@ -129,10 +129,13 @@ class HistoryTracker:
         messages: Sequence[Mapping[str, Any]],
         field_name: str,
         image_tokens: Callable[[Mapping[str, Any]], int] | None = None,
+        counts: Sequence[int | None] | None = None,
     ) -> None:
         """Process the messages after the ones already seen (validated by the caller).
 
         ``image_tokens`` prices a message's images; each message is priced when first seen.
+        ``counts`` (parallel to ``messages``) are the caller's counts of their texts, used in
+        place of counting where not None.
         """
         offset = self.seen_messages
         new = messages[offset:]
@@ -140,7 +143,11 @@ class HistoryTracker:
             start, stop = unit.start + offset, unit.stop + offset
             span = messages[start:stop]
             texts = [message_text(m) for m in span]
-            tokens = sum(self.count(text) + self.overhead for text in texts)
+            given = counts[start:stop] if counts is not None else [None] * len(texts)
+            tokens = sum(
+                (self.count(text) if n is None else n) + self.overhead
+                for text, n in zip(texts, given, strict=True)
+            )
             if image_tokens is not None:
                 tokens += sum(image_tokens(m) for m in span)
             self.bounds.append((start, stop))
