@@ -317,37 +317,43 @@ def turns(seeds: int, passes: int) -> dict[str, Any]:
     # A discarded conversation of its own seed loads the encoding and warms the allocator.
     for way in ways:
         _turn_pairs(build_scenario(spec, 10_000), way)
-    times: dict[str, tuple[list[int], list[int]]] = {way: ([], []) for way in ways}
+    # way -> clock -> (Membrane ns, LangChain ns), turn by turn
+    times = {way: {"wall": ([], []), "cpu": ([], [])} for way in ways}
     for seed in range(1, seeds + 1):
         for p in range(passes):
             scenario = build_scenario(spec, seed + 100 * p)
             for way in ways:
                 gc.collect()
-                m, lc = _turn_pairs(scenario, way)
-                times[way][0].extend(m)
-                times[way][1].extend(lc)
+                for clock, pair in _turn_pairs(scenario, way).items():
+                    times[way][clock][0].extend(pair[0])
+                    times[way][clock][1].extend(pair[1])
     out: dict[str, Any] = {"budget": spec.budget, "turns": spec.turns, "seeds": seeds}
     out["passes_per_seed"] = passes
-    for way, (m_ns, l_ns) in times.items():
-        mm, mp = _stats(m_ns)
-        lm, lp = _stats(l_ns)
-        ratios = sorted(m / lc for m, lc in zip(m_ns, l_ns, strict=True))
-        out[way] = {
-            "turns_measured": len(m_ns),
-            "membrane_ms_median": mm,
-            "membrane_ms_p95": mp,
-            "membrane_p95_over_median": mp / mm if mm else None,
-            "langchain_ms_median": lm,
-            "langchain_ms_p95": lp,
-            "ratio_median": mm / lm if lm else None,
-            "ratio_of_pairs_median": statistics.median(ratios),
-        }
-        print(
-            f"  per turn ({way}): membrane {mm:.3f} ms (p95 {mp:.3f}), langchain {lm:.3f} ms "
-            f"(p95 {lp:.3f}), ratio {mm / lm:.2f}, p95/median {mp / mm:.2f}",
-            file=sys.stderr,
-        )
+    for way, clocks in times.items():
+        out[way] = {clock: _pair_row(*pair) for clock, pair in clocks.items()}
+        for clock, row in out[way].items():
+            print(
+                f"  per turn ({way}, {clock}): membrane {row['membrane_ms_median']:.3f} ms "
+                f"(p95 {row['membrane_ms_p95']:.3f}), langchain {row['langchain_ms_median']:.3f} "
+                f"ms (p95 {row['langchain_ms_p95']:.3f}), ratio {row['ratio_median']:.2f}, "
+                f"p95/median {row['membrane_p95_over_median']:.2f}",
+                file=sys.stderr,
+            )
     return out
+
+
+def _pair_row(m_ns: list[int], l_ns: list[int]) -> dict[str, Any]:
+    mm, mp = _stats(m_ns)
+    lm, lp = _stats(l_ns)
+    return {
+        "turns_measured": len(m_ns),
+        "membrane_ms_median": mm,
+        "membrane_ms_p95": mp,
+        "membrane_p95_over_median": mp / mm if mm else None,
+        "langchain_ms_median": lm,
+        "langchain_ms_p95": lp,
+        "ratio_median": mm / lm if lm else None,
+    }
 
 
 def _accepts_counts() -> bool:
@@ -357,8 +363,11 @@ def _accepts_counts() -> bool:
     return "message_token_counts" in inspect.signature(compiler_cls.compile).parameters
 
 
-def _turn_pairs(scenario: Scenario, way: str) -> tuple[list[int], list[int]]:
-    """Per-turn ns of Membrane and of LangChain, one compiler / one message list per side."""
+def _turn_pairs(scenario: Scenario, way: str) -> dict[str, tuple[list[int], list[int]]]:
+    """Per-turn ns of Membrane and of LangChain, one compiler / one message list per side.
+
+    Wall time, and this thread's CPU time (steadier on a machine shared with other jobs).
+    """
     compiler_cls, memory_cls = _membrane()
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, trim_messages
 
@@ -389,8 +398,7 @@ def _turn_pairs(scenario: Scenario, way: str) -> tuple[list[int], list[int]]:
     history: list[dict[str, Any]] = []
     lc_history: list[Any] = []
     counts: list[int] = []
-    m_ns: list[int] = []
-    l_ns: list[int] = []
+    out: dict[str, tuple[list[int], list[int]]] = {"wall": ([], []), "cpu": ([], [])}
     for turn in scenario.turns:
         memories = _memory_items(turn, memory_cls)
         extra: dict[str, Any] = {}
@@ -398,10 +406,11 @@ def _turn_pairs(scenario: Scenario, way: str) -> tuple[list[int], list[int]]:
             # The caller's counts, made before the turn (e.g. stored beside each message).
             counts += [len(encode_fresh(message_text(m))) for m in history[len(counts) :]]
             extra["message_token_counts"] = counts
-        t0 = time.perf_counter_ns()
+        c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
         compiler.compile(memories, turn.user_message, conversation_messages=history, **extra)
-        m_ns.append(time.perf_counter_ns() - t0)
-        t0 = time.perf_counter_ns()
+        out["wall"][0].append(time.perf_counter_ns() - t0)
+        out["cpu"][0].append(time.thread_time_ns() - c0)
+        c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
         system = SystemMessage(content=scenario.system_prompt + memory_block(turn.memories))
         user = HumanMessage(content=turn.user_message)
         trim_messages(
@@ -413,7 +422,8 @@ def _turn_pairs(scenario: Scenario, way: str) -> tuple[list[int], list[int]]:
             start_on="human",
             allow_partial=False,
         )
-        l_ns.append(time.perf_counter_ns() - t0)
+        out["wall"][1].append(time.perf_counter_ns() - t0)
+        out["cpu"][1].append(time.thread_time_ns() - c0)
         history.append({"role": "user", "content": turn.user_message})
         history.extend(dict(m) for m in turn.reply)
         for m in history[len(lc_history) :]:
@@ -421,7 +431,7 @@ def _turn_pairs(scenario: Scenario, way: str) -> tuple[list[int], list[int]]:
             lc_history.append(cls(content=m["content"]))
             if way == "supplied":
                 given[id(lc_history[-1])] = FRAMING_TOKENS + len(encode_fresh(m["content"]))
-    return m_ns, l_ns
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

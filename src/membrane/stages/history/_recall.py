@@ -247,6 +247,11 @@ def _gain(stated: Mapping[str, float], cover: WindowCover) -> float:
     return math.fsum(shared.values()) - best
 
 
+# The last verdict of _needed: one compile asks for it up to four times with the same tracker,
+# query and cover (the tracker's counts in the key, as in HistoryTracker.score_passages).
+_last_needed: tuple[object, object, tuple[str, int, int, float], dict[int, float]] | None = None
+
+
 def _needed(
     tracker: HistoryTracker, query: str, cover: WindowCover | None, min_score: float
 ) -> dict[int, float]:
@@ -255,6 +260,19 @@ def _needed(
     A passage is judged with its whole message, as its score counts the message's context:
     the part of a tool result that holds a value comes back with the part that names it.
     """
+    global _last_needed
+    key = (query, len(tracker.passages), tracker.stats.documents, min_score)
+    last = _last_needed  # one read: another thread may replace it
+    if last is not None and last[0] is tracker and last[1] is cover and last[2] == key:
+        return last[3]
+    needed = _needed_now(tracker, query, cover, min_score)
+    _last_needed = (tracker, cover, key, needed)
+    return needed
+
+
+def _needed_now(
+    tracker: HistoryTracker, query: str, cover: WindowCover | None, min_score: float
+) -> dict[int, float]:
     scores = tracker.score_passages(query)
     if not scores or max(scores.values()) < min_score:
         return {}
