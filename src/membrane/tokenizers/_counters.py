@@ -106,7 +106,7 @@ _CUTS = re.compile(r"\n\n*|[.!?][\"')\]]* ")
 _ASCII_LETTERS = frozenset(string.ascii_letters)
 _ASCII_ALNUM = frozenset(string.ascii_letters + string.digits)
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
-_SPLIT_MIN_CHARS = 256
+_SPLIT_MIN_CHARS = 128
 
 K = TypeVar("K", bound=Hashable)
 
