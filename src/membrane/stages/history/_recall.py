@@ -160,8 +160,13 @@ def _stated(sentences: tuple[str, ...]) -> Mapping[str, float]:
 def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
     """File passage ``pid`` under each word it states (a question's words count half)."""
     message = passage.message
+    known = postings.get
     for w, weight in _stated(passage.sentences).items():
-        postings.setdefault(w, []).append((pid, message, weight))
+        posting = known(w)
+        if posting is None:
+            postings[w] = [(pid, message, weight)]
+        else:
+            posting.append((pid, message, weight))
 
 
 def recalled_whole(pid: int, passage: Passage, count: Count) -> RecalledPassage:
