@@ -103,7 +103,7 @@ class CharacterEstimateCounter:
 # space). The first branch opens with a literal, which re looks for quickly; "\n+" or a
 # lookbehind would be tried at every position of a long prompt.
 _CUTS = re.compile(r"\n\n*|[.!?][\"')\]]* ")
-_ASCII_LETTERS = frozenset(string.ascii_letters)
+_ASCII_RUN = re.compile(r"[A-Za-z]+")
 _ASCII_ALNUM = frozenset(string.ascii_letters + string.digits)
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
 _SPLIT_MIN_CHARS = 128
@@ -280,9 +280,8 @@ class MemoizedCounter:
 def _leading_word(text: str) -> str | None:
     """The ASCII letters opening ``text`` when an ASCII character other than a letter or an
     apostrophe follows them; None otherwise."""
-    end = 0
-    while end < len(text) and text[end] in _ASCII_LETTERS:
-        end += 1
+    letters = _ASCII_RUN.match(text)
+    end = letters.end() if letters is not None else 0
     if end == 0 or end == len(text) or text[end] == "'" or not text[end].isascii():
         return None
     return text[:end]
