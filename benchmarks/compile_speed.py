@@ -9,6 +9,13 @@
     re-validating what it checked last turn, full validation (what a compile without a proof
     pays), and per-turn compile time with the digest against ``history_version=`` (no digest).
     ``--history-proof`` runs only this part and writes ``compile_speed_history_proof.json``.
+(e) Per turn, an independent-style harness: the 80-turn chat with 5 new memories a turn, a
+    6,000-token budget, one compiler reused, each turn timed for both sides back to back.
+    LangChain keeps its message objects and counts with a memoised tiktoken ``token_counter``
+    (its best case); Membrane compiles the same history, question and memories. A second row
+    gives both sides the caller's counts for the history (Membrane ``message_token_counts=``,
+    LangChain a ``token_counter`` reading them). ``--turns`` runs only this part and writes
+    ``compile_speed_turns.json``.
 
 Times are ``time.perf_counter_ns`` around the call alone, after warm-up runs; medians and 95th
 percentiles over many repetitions. Wall-clock numbers drift between runs on a shared machine:
@@ -302,14 +309,142 @@ def _proof_turns(
     return times[warmup:]
 
 
+def turns(seeds: int, passes: int) -> dict[str, Any]:
+    """(e) Per-turn time, both sides timed back to back on every turn of the same chat."""
+    spec = replace(HARD_SCENARIOS["long_chat"], memories=(5, 5), fresh_memories=True)
+    supplied = _accepts_counts()
+    ways = ("counted", "supplied") if supplied else ("counted",)
+    # A discarded conversation of its own seed loads the encoding and warms the allocator.
+    for way in ways:
+        _turn_pairs(build_scenario(spec, 10_000), way)
+    # way -> clock -> (Membrane ns, LangChain ns), turn by turn
+    times = {way: {"wall": ([], []), "cpu": ([], [])} for way in ways}
+    for seed in range(1, seeds + 1):
+        for p in range(passes):
+            scenario = build_scenario(spec, seed + 100 * p)
+            for way in ways:
+                gc.collect()
+                for clock, pair in _turn_pairs(scenario, way).items():
+                    times[way][clock][0].extend(pair[0])
+                    times[way][clock][1].extend(pair[1])
+    out: dict[str, Any] = {"budget": spec.budget, "turns": spec.turns, "seeds": seeds}
+    out["passes_per_seed"] = passes
+    for way, clocks in times.items():
+        out[way] = {clock: _pair_row(*pair) for clock, pair in clocks.items()}
+        for clock, row in out[way].items():
+            print(
+                f"  per turn ({way}, {clock}): membrane {row['membrane_ms_median']:.3f} ms "
+                f"(p95 {row['membrane_ms_p95']:.3f}), langchain {row['langchain_ms_median']:.3f} "
+                f"ms (p95 {row['langchain_ms_p95']:.3f}), ratio {row['ratio_median']:.2f}, "
+                f"p95/median {row['membrane_p95_over_median']:.2f}",
+                file=sys.stderr,
+            )
+    return out
+
+
+def _pair_row(m_ns: list[int], l_ns: list[int]) -> dict[str, Any]:
+    mm, mp = _stats(m_ns)
+    lm, lp = _stats(l_ns)
+    return {
+        "turns_measured": len(m_ns),
+        "membrane_ms_median": mm,
+        "membrane_ms_p95": mp,
+        "membrane_p95_over_median": mp / mm if mm else None,
+        "langchain_ms_median": lm,
+        "langchain_ms_p95": lp,
+        "ratio_median": mm / lm if lm else None,
+    }
+
+
+def _accepts_counts() -> bool:
+    import inspect
+
+    compiler_cls, _ = _membrane()
+    return "message_token_counts" in inspect.signature(compiler_cls.compile).parameters
+
+
+def _turn_pairs(scenario: Scenario, way: str) -> dict[str, tuple[list[int], list[int]]]:
+    """Per-turn ns of Membrane and of LangChain, one compiler / one message list per side.
+
+    Wall time, and this thread's CPU time (steadier on a machine shared with other jobs).
+    """
+    compiler_cls, memory_cls = _membrane()
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, trim_messages
+
+    from benchmarks._strategies import memory_block
+    from benchmarks._tokens import FRAMING_TOKENS, encode_fresh
+    from membrane.messages import message_text
+
+    compiler = compiler_cls(
+        max_tokens=scenario.budget,
+        model_id="openai/gpt-4o",
+        core_content=scenario.system_prompt,
+        token_scale=1.0,
+    )
+    memo: dict[str, int] = {}
+    given: dict[int, int] = {}
+
+    def lc_count(messages: list[Any]) -> int:
+        total = 0
+        for msg in messages:
+            n = given.get(id(msg))
+            if n is None:
+                n = memo.get(msg.content)
+                if n is None:
+                    n = memo[msg.content] = FRAMING_TOKENS + len(encode_fresh(msg.content))
+            total += n
+        return total
+
+    history: list[dict[str, Any]] = []
+    lc_history: list[Any] = []
+    counts: list[int] = []
+    out: dict[str, tuple[list[int], list[int]]] = {"wall": ([], []), "cpu": ([], [])}
+    for turn in scenario.turns:
+        memories = _memory_items(turn, memory_cls)
+        extra: dict[str, Any] = {}
+        if way == "supplied":
+            # The caller's counts, made before the turn (e.g. stored beside each message).
+            counts += [len(encode_fresh(message_text(m))) for m in history[len(counts) :]]
+            extra["message_token_counts"] = counts
+        c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
+        compiler.compile(memories, turn.user_message, conversation_messages=history, **extra)
+        out["wall"][0].append(time.perf_counter_ns() - t0)
+        out["cpu"][0].append(time.thread_time_ns() - c0)
+        c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
+        system = SystemMessage(content=scenario.system_prompt + memory_block(turn.memories))
+        user = HumanMessage(content=turn.user_message)
+        trim_messages(
+            [system, *lc_history, user],
+            max_tokens=scenario.budget,
+            token_counter=lc_count,
+            strategy="last",
+            include_system=True,
+            start_on="human",
+            allow_partial=False,
+        )
+        out["wall"][1].append(time.perf_counter_ns() - t0)
+        out["cpu"][1].append(time.thread_time_ns() - c0)
+        history.append({"role": "user", "content": turn.user_message})
+        history.extend(dict(m) for m in turn.reply)
+        for m in history[len(lc_history) :]:
+            cls = HumanMessage if m["role"] == "user" else AIMessage
+            lc_history.append(cls(content=m["content"]))
+            if way == "supplied":
+                given[id(lc_history[-1])] = FRAMING_TOKENS + len(encode_fresh(m["content"]))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.compile_speed", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke runs)")
     parser.add_argument("--no-write", action="store_true", help="print only, write no JSON")
     parser.add_argument("--history-proof", action="store_true", help="only part (d)")
+    parser.add_argument("--turns", action="store_true", help="only part (e)")
     args = parser.parse_args(argv)
     if args.history_proof:
         return _history_proof_only(args.quick, args.no_write)
+    if args.turns:
+        return _turns_only(args.quick, args.no_write)
     try:
         LangChainTrim()
     except StrategyUnavailable as exc:
@@ -374,6 +509,32 @@ def _history_proof_only(quick: bool, no_write: bool) -> int:
     }
     if not no_write:
         print(f"wrote {write_result('compile_speed_history_proof', payload)}", file=sys.stderr)
+    return 0
+
+
+def _turns_only(quick: bool, no_write: bool) -> int:
+    t0 = time.perf_counter()
+    result = turns(seeds=1 if quick else 5, passes=1 if quick else 2)
+    payload = {
+        "suite": "compile_speed_turns",
+        "command": command_line(),
+        "machine": machine(),
+        "elapsed_seconds": round(time.perf_counter() - t0, 1),
+        "notes": (
+            "The hard suite's 80-turn chat with 5 new memories a turn, 6,000-token budget. "
+            "Membrane: one ContextCompiler(max_tokens=6000, model_id='openai/gpt-4o', "
+            "token_scale=1.0) per conversation, compile(memories, question, "
+            "conversation_messages=history). LangChain: trim_messages(strategy='last', "
+            "include_system=True, start_on='human') over message objects kept across turns, "
+            "token_counter memoised by text (cl100k plus 3 a message), system message with the "
+            "memories appended. Each turn times Membrane then LangChain, back to back. "
+            "'supplied': both sides get the caller's history counts (Membrane "
+            "message_token_counts=, LangChain a token_counter reading them)."
+        ),
+        "turns": result,
+    }
+    if not no_write:
+        print(f"wrote {write_result('compile_speed_turns', payload)}", file=sys.stderr)
     return 0
 
 

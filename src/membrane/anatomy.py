@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from membrane.messages import message_text
-from membrane.report import CompileReport, RegionName
+from membrane.regions import RegionName
+from membrane.report import CompileReport
 from membrane.tokenizers import TiktokenAdapter, TokenCounter
 
 if TYPE_CHECKING:

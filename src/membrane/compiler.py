@@ -17,8 +17,9 @@ from membrane.capabilities import get_model_capabilities
 from membrane.messages import CheckedPrefix, HistoryVersion, Message, check_history, check_text
 from membrane.profile import Watch, start_watch
 from membrane.records import TextCapSetting, check_text_cap
+from membrane.regions import Region
 from membrane.render import Rendered, render_end, render_system, timed_report
-from membrane.report import CompileMetrics, CompileReport, Region, note_preflight_cache
+from membrane.report import CompileMetrics, CompileReport, note_preflight_cache
 from membrane.result import CompileResult, CostQuote
 from membrane.session import KeyedLocks, LRUCache, StateScope, StoreNotes, run_off_loop
 from membrane.stages.agent import agent_inputs, check_tools_change
@@ -38,6 +39,7 @@ from membrane.turn import (
     Turn,
     check_compressor,
     check_fraction,
+    check_message_counts,
     check_non_negative_int,
     check_placement,
     check_positive_int,
@@ -170,6 +172,7 @@ class ContextCompiler:
         reserve_output_tokens: int | None = None,
         history_version: HistoryVersion | None = None,
         new_session: bool = False,
+        message_token_counts: Sequence[int | None] | None = None,
         debug: bool = False,
     ) -> CompileResult:
         """Compile one turn.
@@ -187,6 +190,8 @@ class ContextCompiler:
         passed it, so the part validated then is not checked again; without it a digest of
         that part proves it unchanged (see :func:`membrane.messages.check_history`). Mark a turn
         that comes after the provider's cache expired with ``new_session`` (see docs/history.md).
+        ``message_token_counts`` (an int or None per history message): the caller's counts of
+        their texts, taken on trust (see :func:`membrane.turn.check_message_counts`).
 
         One compiler may be shared by threads and tasks: compiles of one conversation take
         turns, each one's state read, window, tail, state write and ``metrics_callback`` in
@@ -199,7 +204,7 @@ class ContextCompiler:
             memories,
             user_message,
             notes=notes,
-            conversation_messages=conversation_messages,
+            history_in=(conversation_messages, history_version, message_token_counts),
             last_assistant_turn=last_assistant_turn,
             agent_persona_prompt=agent_persona_prompt,
             dynamic_directives=dynamic_directives,
@@ -209,7 +214,6 @@ class ContextCompiler:
             profile=profile,
             tokenizer_registry=tokenizer_registry,
             conversation_id=conversation_id,
-            history_version=history_version,
             compress_sync=compress_sync,
             agent=(tools, image_sizes, reserve_output_tokens),
             debug=debug,
@@ -317,7 +321,7 @@ class ContextCompiler:
         user_message: str,
         *,
         notes: StoreNotes,
-        conversation_messages: Sequence[Message] | None,
+        history_in: tuple[Sequence[Message] | None, HistoryVersion | None, object],
         last_assistant_turn: str | None,
         agent_persona_prompt: str | None,
         dynamic_directives: str | Sequence[str] | None,
@@ -327,7 +331,6 @@ class ContextCompiler:
         profile: MembraneProfile | None,
         tokenizer_registry: TokenizerRegistry | None,
         conversation_id: str | None,
-        history_version: HistoryVersion | None,
         compress_sync: SyncCompressor | None,
         agent: tuple[object, Mapping[str, tuple[int, int]] | None, int | None],
         debug: bool,
@@ -341,9 +344,8 @@ class ContextCompiler:
             conversation_id,
         )
         conversation = conversation_id if conversation_id is not None else _DEFAULT_CONVERSATION
-        history, proved = check_history(
-            conversation_messages, self._checked.get(conversation), history_version
-        )
+        messages, version, supplied = history_in
+        history, proved = check_history(messages, self._checked.get(conversation), version)
         if proved is not None:
             self._checked.put(conversation, proved)
         label = profile.classify(user_message, history) if profile is not None else None
@@ -380,6 +382,7 @@ class ContextCompiler:
         return Turn(
             user_message=user_message,
             history=history,
+            message_counts=check_message_counts(supplied, len(history)),
             offer=offer,
             layout=layout,
             core=core,

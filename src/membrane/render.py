@@ -11,7 +11,8 @@ from typing import Any
 from membrane.messages import ImageTally, Message, message_text, unstamped
 from membrane.profile import Watch
 from membrane.prompt_text import mem_numbers
-from membrane.report import AgentReport, CompileReport, RegionMarks
+from membrane.regions import RegionMarks
+from membrane.report import AgentReport, CompileReport
 from membrane.result import CompileResult
 from membrane.stages.firewall import Offer, fit_system_message
 from membrane.stages.fit import rules_outcome
@@ -116,6 +117,7 @@ def render_end(
         history_index_tokens=window.index_tokens,
         history_turn_local_drop=window.turn_local_drop,
         history_cut_moves=_cut_moves(window),
+        message_counts_supplied=_supplied(turn.message_counts),
         core_chars=core_chars,
         cache=cache,
         **_common_report(turn, token_count + framing, semantic, window.kept),
@@ -186,6 +188,10 @@ def cited_numbers(offer: Offer, kept: Sequence[int], kept_text: str) -> frozense
     if not segments and offer.citable:
         numbers |= mem_numbers(kept_text) & {s.number for s in offer.citable}
     return frozenset(numbers)
+
+
+def _supplied(counts: list[int | None] | None) -> int:
+    return 0 if counts is None else len(counts) - counts.count(None)
 
 
 def _common_report(

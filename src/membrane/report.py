@@ -7,7 +7,7 @@ the only module that spells those keys.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,9 +18,6 @@ __all__ = [
     "CompileReport",
     "MetadataView",
     "PolicyReport",
-    "Region",
-    "RegionMarks",
-    "RegionName",
     "note_preflight_cache",
     "note_topic_shift",
 ]
@@ -33,51 +30,6 @@ CACHE_KEYS = (
     "cacheable_prefix_tokens",
     "dynamic_tail_tokens",
 )
-
-RegionName = Literal["core", "index", "history", "memories", "recall", "current"]
-
-
-@dataclass(frozen=True, slots=True)
-class Region:
-    """Where one region of the prompt sits: ``messages[message_index]``'s ``[start:end]``."""
-
-    region: RegionName
-    message_index: int
-    start: int
-    end: int
-
-
-@dataclass(frozen=True, slots=True)
-class RegionMarks:
-    """Where regions start inside the first and the last message, as the layout wrote them.
-
-    Every message in between is history. :meth:`regions` turns the marks into spans; it runs
-    only when a caller reads :attr:`CompileResult.regions`, so a compile pays for two tuples.
-    """
-
-    first: tuple[tuple[RegionName, int], ...]
-    last: tuple[tuple[RegionName, int], ...] = ()
-
-    def regions(self, lengths: Sequence[int]) -> tuple[Region, ...]:
-        """The spans, given each message's text length; empty regions are left out."""
-        out = _contiguous(0, self.first, lengths[0])
-        for i in range(1, len(lengths) - 1 if self.last else len(lengths)):
-            out += _contiguous(i, (("history", 0),), lengths[i])
-        if self.last:
-            out += _contiguous(len(lengths) - 1, self.last, lengths[-1])
-        return tuple(out)
-
-
-def _contiguous(
-    message_index: int, starts: Sequence[tuple[RegionName, int]], end: int
-) -> list[Region]:
-    """Regions that each run from their start to the next one's start (the last to ``end``)."""
-    out = []
-    stops = [start for _, start in starts[1:]] + [end]
-    for (name, start), stop in zip(starts, stops, strict=True):
-        if stop > start:
-            out.append(Region(name, message_index, start, stop))
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +207,7 @@ class CompileReport:
     history_index_tokens: int = 0
     history_turn_local_drop: int = 0
     history_cut_moves: tuple[int, int] | None = None  # (at a session boundary, mid-session)
+    message_counts_supplied: int = 0
     core_chars: int | None = None
     semantic_ranking: bool = False
     semantic_ranking_error: str | None = None
@@ -307,6 +260,8 @@ class CompileReport:
             md.update(self.cache)
         if self.history_turn_local_drop:
             md["history_turn_local_drop"] = self.history_turn_local_drop
+        if self.message_counts_supplied:
+            md["message_counts_supplied"] = self.message_counts_supplied
         if self.core_chars is not None:
             md["core_chars"] = self.core_chars
         md["token_scale"] = self.token_scale
@@ -381,6 +336,7 @@ class CompileReport:
             history_index_tokens=int(md.get("history_index_tokens", 0)),
             history_turn_local_drop=int(md.get("history_turn_local_drop", 0)),
             history_cut_moves=None if moves is None else (moves["session"], moves["mid_session"]),
+            message_counts_supplied=int(md.get("message_counts_supplied", 0)),
             core_chars=md.get("core_chars"),
             semantic_ranking=bool(md.get("semantic_ranking", False)),
             semantic_ranking_error=md.get("semantic_ranking_error"),

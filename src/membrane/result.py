@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from membrane.messages import message_text
-from membrane.report import Region, RegionMarks
+from membrane.regions import Region, RegionMarks
 from membrane.stress import sample_load
 
 __all__ = ["ChatMessage", "CompileResult", "CostQuote"]

@@ -139,7 +139,8 @@ class StoreNotes:
 def _outage_fallback(store: StateStore) -> StateStore | None:
     """Where ``store`` wants compiles to keep state while it is down (None: raise instead)."""
     fallback = getattr(store, "outage_fallback", None)
-    return fallback if isinstance(fallback, StateStore) else None
+    # A None check first: a protocol isinstance walks the protocol's members on every call.
+    return fallback if fallback is not None and isinstance(fallback, StateStore) else None
 
 
 def read_state(

@@ -8,6 +8,7 @@ layout's core and end texts are built once.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,7 @@ __all__ = [
     "check_compressor",
     "check_extras",
     "check_fraction",
+    "check_message_counts",
     "check_non_negative_int",
     "check_placement",
     "check_positive_int",
@@ -62,6 +64,8 @@ class Turn:
 
     user_message: str
     history: list[Message]
+    #: The caller's token count of each history message's text (None: Membrane counts it).
+    message_counts: list[int | None] | None
     offer: Offer
     layout: ContextLayoutEngine
     core: str
@@ -90,6 +94,7 @@ class Turn:
         """What the history-window stage reads of this turn."""
         return WindowInput(
             history=self.history,
+            message_counts=self.message_counts,
             conversation=self.conversation,
             core=self.core,
             end_text=self.end_text,
@@ -346,6 +351,45 @@ def check_scale(value: object) -> None:
         raise InvalidInputError(
             f"token_scale must be a positive number or None, got {value!r}", field="token_scale"
         )
+
+
+def check_message_counts(counts: object, messages: int) -> list[int | None] | None:
+    """The caller's ``message_token_counts``, checked: one int >= 0 or None per message.
+
+    A count is the caller's assertion of how many tokens this compiler's counter (before the
+    token scale, without the per-message overhead or images) gives the message's text; it is
+    used as given, in place of counting, when the compiler first reads the message. Budget
+    guarantees hold for the counts Membrane makes; a wrong supplied count moves the cut and
+    the total by what it is wrong by. ``metadata["message_counts_supplied"]`` says how many
+    messages had one.
+    """
+    if counts is None:
+        return None
+    field_name = "message_token_counts"
+    if isinstance(counts, (str, bytes, Mapping)) or not isinstance(counts, Sequence):
+        raise InvalidInputError(
+            f"{field_name} must be a list with one int (or None) per conversation message, "
+            f"got {type(counts).__name__}",
+            field=field_name,
+        )
+    if len(counts) != messages:
+        raise InvalidInputError(
+            f"{field_name} has {len(counts)} entries for {messages} conversation_messages; give "
+            "one per message, None where Membrane should count",
+            field=field_name,
+        )
+    given = list(counts)
+    # Checked at C speed; a Python loop runs only to name the bad entry.
+    present = list(filter(functools.partial(operator.is_not, None), given))
+    if set(map(type, present)) <= {int} and min(present, default=0) >= 0:
+        return given
+    i, n = next(
+        (i, n) for i, n in enumerate(given) if n is not None and (type(n) is not int or n < 0)
+    )
+    raise InvalidInputError(
+        f"{field_name}[{i}] must be an int >= 0 (the message's token count) or None, got {n!r}",
+        field=f"{field_name}[{i}]",
+    )
 
 
 def check_extras(extras: Sequence[tuple[str, int]] | None) -> list[tuple[str, int]]:

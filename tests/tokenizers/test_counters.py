@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from membrane.tokenizers import (
@@ -113,15 +114,77 @@ def test_memo_counts_each_distinct_text_once(texts: list[str]) -> None:
     assert sorted(spy.calls) == sorted(set(texts))
 
 
-def test_memo_is_bounded_and_relearns_after_clearing() -> None:
+def test_memo_is_bounded_and_relearns_what_it_dropped() -> None:
     spy = _Spy()
     memo = MemoizedCounter(spy, max_entries=2)
     for text in ["a", "b", "a", "b", "c", "a", "c"]:
         memo.count(text)
-    # Full at "c": the memo is cleared, so "a" is counted again; "c" stays remembered.
+    # One text a generation: "c" drops the generation that held "a" (used before "b"), so
+    # "a" is counted again; "c", used since, is still remembered.
     assert spy.calls == ["a", "b", "c", "a"]
     assert memo.name == "spy"
     assert memo.inner is spy
+
+
+def test_full_memo_forgets_the_oldest_half_only() -> None:
+    spy = _Spy()
+    memo = MemoizedCounter(spy, max_entries=100)
+    for i in range(100):
+        memo.count(f"t{i}")
+    for i in range(90, 100):  # in use again: moved to the young generation
+        memo.count(f"t{i}")
+    for i in range(100, 140):  # overflow: the oldest half (t0 to t49) goes
+        memo.count(f"n{i}")
+    spy.calls.clear()
+    # The recently used texts are still memoised; only older ones are counted again.
+    for i in [*range(90, 100), *range(100, 140)]:
+        memo.count(f"t{i}" if i < 100 else f"n{i}")
+    assert spy.calls == []
+    memo.count("t0")
+    assert spy.calls == ["t0"]
+    assert len(memo) <= 100
+
+
+@settings(max_examples=200)
+@given(
+    texts=st.lists(st.integers(0, 60).map(str), max_size=300),
+    bound=st.integers(1, 20),
+)
+def test_memo_never_exceeds_its_bound(texts: list[str], bound: int) -> None:
+    spy = _Spy()
+    memo = MemoizedCounter(spy, max_entries=bound)
+    for text in texts:
+        assert memo.count(text) == len(text.split())
+        assert len(memo) <= bound
+    # The last text counted is always remembered.
+    if texts:
+        calls = len(spy.calls)
+        memo.count(texts[-1])
+        assert len(spy.calls) == calls
+
+
+def test_memo_shared_by_threads_stays_exact_and_bounded() -> None:
+    memo = MemoizedCounter(TiktokenAdapter("cl100k_base"), max_entries=64)
+    texts = [
+        f"text number {i} about cobalt. And a second sentence {i}." * (i % 5 + 1)
+        for i in range(400)
+    ]
+    expected = {t: TiktokenAdapter("cl100k_base").count(t) for t in texts}
+    wrong: list[str] = []
+
+    def work(offset: int) -> None:
+        for j in range(2000):
+            text = texts[(offset * 37 + j * 11) % len(texts)]
+            if memo.count(text) != expected[text]:
+                wrong.append(text)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+    assert len(memo) <= 64
 
 
 def test_memo_over_tiktoken_returns_exact_counts() -> None:

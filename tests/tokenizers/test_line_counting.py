@@ -43,14 +43,26 @@ def test_line_split_count_equals_whole_count(text: str, encoding: str) -> None:
         counters._SPLIT_MIN_CHARS = original
 
 
-# The cut points as a plain (slow) pattern.
+# The cut points as a plain (slow) pattern, and the sentence cuts as a plain test per space.
 _REFERENCE_CUTS = re.compile(r"(?<=\n)(?=[^\s/])|(?<=[A-Za-z0-9])(?=\n)")
+
+
+def _reference_split(text: str) -> list[str]:
+    pieces = []
+    for part in _REFERENCE_CUTS.split(text):
+        start = 0
+        for i, char in enumerate(part):
+            if char == " " and part[:i].rstrip("\"')]").endswith((".", "!", "?")):
+                pieces.append(part[start:i])
+                start = i
+        pieces.append(part[start:])
+    return pieces
 
 
 @settings(max_examples=400)
 @given(text=texts)
-def test_split_cuts_where_the_reference_pattern_does(text: str) -> None:
-    assert counters._split_at_piece_starts(text) == _REFERENCE_CUTS.split(text)
+def test_split_cuts_where_the_reference_does(text: str) -> None:
+    assert counters._split_at_piece_starts(text) == _reference_split(text)
 
 
 class _Spy(TiktokenAdapter):
@@ -74,9 +86,10 @@ def test_long_prompt_reuses_memoised_lines() -> None:
     new_line = "[Mem:99] [fact] kind=note | text=A new one. | conf=1.00"
     grown = "\n".join([*lines, new_line])
     assert memo.count(grown) == len(load_encoding("cl100k_base").encode_ordinary(grown))
-    # Only the new line is tokenised again (as its label and the rest): the old last line ends
-    # on a digit, so the break now after it is a part of its own.
-    assert spy.calls == ["[Mem:99]", " [fact] kind=note | text=A new one. | conf=1.00"]
+    # Only the new line is tokenised again (as its label and its sentence; " | conf=1.00"
+    # after a sentence is known): the old last line ends on a digit, so the break now after
+    # it is a part of its own.
+    assert spy.calls == ["[Mem:99]", " [fact] kind=note | text=A new one."]
 
 
 def test_line_ending_in_punctuation_reuses_its_count() -> None:
@@ -95,6 +108,20 @@ def test_line_ending_in_punctuation_reuses_its_count() -> None:
     grown = "\n".join([*lines, "A new one."])
     assert memo.count(grown) == len(load_encoding("cl100k_base").encode_ordinary(grown))
     assert spy.calls == ["A new one."]
+
+
+def test_sentences_of_a_counted_message_are_memoised() -> None:
+    spy = _Spy()
+    memo = MemoizedCounter(spy)
+    sentences = [f"Sentence {i} names the cobalt order KJ-{i}48 for Vale." for i in range(8)]
+    message = " ".join(sentences)
+    assert memo.count(message) == len(load_encoding("cl100k_base").encode_ordinary(message))
+    spy.calls.clear()
+    # What the index and recall count of a dropped message: its sentences, and passages of
+    # them joined again.
+    for text in [*sentences, " ".join(sentences[1:7])]:
+        assert memo.count(text) == len(load_encoding("cl100k_base").encode_ordinary(text))
+    assert spy.calls == []
 
 
 @settings(max_examples=400)

@@ -63,6 +63,8 @@ class WindowInput:
     counter: MemoizedCounter
     budget_counted: int
     offer_texts: Sequence[str]
+    # The caller's token count of each message's text, None where Membrane counts it.
+    message_counts: Sequence[int | None] | None = None
     # What a message's images cost beyond their stand-in text (0 for a message without any).
     image_tokens: Callable[[Mapping[str, Any]], int] = lambda _m: 0
     # The caller says this turn starts a session (its provider cache has expired).
@@ -88,8 +90,11 @@ class WindowPlanner:
         if not history:
             return HistoryWindow([], 0, turn.core)
         if not settings.trim_history:
-            extra = turn.image_tokens
-            kept_tokens = sum(count(message_text(m)) + extra(m) + overhead for m in history)
+            extra, given = turn.image_tokens, turn.message_counts or [None] * len(history)
+            kept_tokens = sum(
+                (count(message_text(m)) if n is None else n) + extra(m) + overhead
+                for m, n in zip(history, given, strict=True)
+            )
             return HistoryWindow(list(history), kept_tokens, turn.core)
         after_core = max(turn.budget_counted - count(turn.core) - overhead, 0)
         share = max(int(settings.history_share * after_core), 1)
@@ -120,7 +125,11 @@ class WindowPlanner:
             self._trackers.discard_where(lambda k: k[0] == conversation)
             self._trackers.put(key, tracker)
         tracker.update(
-            turn.history, "conversation_messages", turn.image_tokens, new_session=turn.new_session
+            turn.history,
+            "conversation_messages",
+            turn.image_tokens,
+            turn.message_counts,
+            new_session=turn.new_session,
         )
         return tracker
 

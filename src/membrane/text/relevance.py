@@ -7,6 +7,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
 from types import MappingProxyType
 from typing import Protocol
 
@@ -271,6 +272,10 @@ class TermStats:
 
     def df(self, word: str) -> int:
         return self._df.get(word, 0)
+
+    def min_df(self, words: Iterable[str]) -> int | None:
+        """The smallest :meth:`df` among ``words`` (None when there are none), at C speed."""
+        return min(map(self._df.get, words, repeat(0)), default=None)
 
     def idf(self, word: str) -> float:
         """Rarity of ``word``: high for words in few documents, never below a small floor."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+import threading
+from collections.abc import Hashable, Sequence
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
 
@@ -98,52 +99,101 @@ class CharacterEstimateCounter:
         return f"CharacterEstimateCounter({self._chars_per_token!r})"
 
 
-# Runs of line breaks. The pattern opens with a literal, which re looks for quickly; "\n+" or
-# a lookbehind would be tried at every position of a long prompt.
-_BREAKS = re.compile(r"\n\n*")
-_ASCII_LETTERS = frozenset(string.ascii_letters)
+# Runs of line breaks, and a space after a sentence's end mark (where a cut goes before the
+# space). The first branch opens with a literal, which re looks for quickly; "\n+" or a
+# lookbehind would be tried at every position of a long prompt.
+_CUTS = re.compile(r"\n\n*|[.!?][\"')\]]* ")
+_ASCII_RUN = re.compile(r"[A-Za-z]+")
 _ASCII_ALNUM = frozenset(string.ascii_letters + string.digits)
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
-_SPLIT_MIN_CHARS = 256
+_SPLIT_MIN_CHARS = 128
+
+K = TypeVar("K", bound=Hashable)
+
+
+class _Generations(Generic[K]):
+    """Counts by key, at most ``max_entries`` of them, forgotten oldest half first.
+
+    Two generations: new counts go to the young one; when it holds half the bound, the old
+    one is dropped and the young one takes its place. A count found in the old generation
+    moves to the young one, so what is still in use survives the next drop, and a full memo
+    never forgets everything at once (a long-lived process would recount a whole prompt).
+    Reads take no lock (each is one lookup per generation); writes take one, so the bound
+    holds under threads.
+    """
+
+    __slots__ = ("_half", "_keep_old", "_lock", "old", "young")
+
+    def __init__(self, max_entries: int) -> None:
+        self._half = max(max_entries // 2, 1)
+        self._keep_old = 2 * self._half <= max_entries  # not for a bound of one
+        self._lock = threading.Lock()
+        self.young: dict[K, int] = {}
+        self.old: dict[K, int] = {}
+
+    def get(self, key: K) -> int | None:
+        n = self.young.get(key)
+        if n is None:
+            n = self.old.get(key)
+            if n is not None:
+                self.put(key, n)
+        return n
+
+    def put(self, key: K, n: int) -> None:
+        with self._lock:
+            if len(self.young) >= self._half:
+                self.old, self.young = (self.young if self._keep_old else {}), {}
+            self.young[key] = n
+
+    def __len__(self) -> int:
+        return len(self.young) + len(self.old)
 
 
 class MemoizedCounter:
     """Wraps a counter so each distinct text is counted once.
 
     For a counter that declares ``splits_at_line_starts`` (the bundled tiktoken encodings), a
-    long text is counted line by line, so a prompt that reuses most of last turn's lines costs
-    only its new lines. The memo is bounded: when it holds ``max_entries`` texts it is
-    cleared, which keeps memory flat in a long-lived process. Threads may share one: a count
-    is a function of the text alone, and the memo is read with one lookup per text.
+    long text is counted line by line and sentence by sentence, so a prompt that reuses most
+    of last turn's lines costs only its new lines. The memo holds at most ``max_entries``
+    texts (and as many lines with their breaks): when full it forgets the half used least
+    recently (see :class:`_Generations`), which keeps memory flat in a long-lived process.
+    Threads may share one: a count is a function of the text alone, the memo is read without
+    a lock and written under one.
     """
 
     def __init__(self, inner: TokenCounter, max_entries: int = 50_000) -> None:
         self.inner = inner
-        self._memo: dict[str, int] = {}
-        self._line_memo: dict[tuple[str, str], int] = {}  # (line, breaks after it) -> tokens
-        self._max_entries = max_entries
+        self._texts: _Generations[str] = _Generations(max_entries)
+        # (line, breaks after it) -> tokens
+        self._lines: _Generations[tuple[str, str]] = _Generations(max_entries)
         self._by_lines = bool(getattr(inner, "splits_at_line_starts", False))
+
+    def __len__(self) -> int:
+        """How many texts the memo holds now."""
+        return len(self._texts)
 
     @property
     def name(self) -> str:
         return self.inner.name
 
     def count(self, text: str) -> int:
-        n = self._memo.get(text)
+        n = self._texts.young.get(text)  # the usual hit, without a call
         if n is None:
-            n = self._count_new(text)
-            self._remember(text, n)
+            n = self._texts.get(text)
+            if n is None:
+                n = self._count_new(text)
+                self._texts.put(text, n)
         return n
 
     def _count_new(self, text: str) -> int:
         if not self._by_lines:
             return self.inner.count(text)
-        if len(text) >= _SPLIT_MIN_CHARS and "\n" in text:
+        if len(text) >= _SPLIT_MIN_CHARS:
             pieces = _split_at_piece_starts(text)
             if len(pieces) > 1:
                 # Most pieces are known: look them up without a call. One lookup each, as
-                # another thread may clear the memo between a membership test and a read.
-                known = self._memo.get
+                # another thread may drop a generation between a membership test and a read.
+                known = self._texts.young.get
                 return sum([self._count_piece(p) if (n := known(p)) is None else n for p in pieces])
         return self._count_uncut(text)
 
@@ -157,7 +207,7 @@ class MemoizedCounter:
         add, found from its final punctuation alone, and memoised per pair. Otherwise the
         joined text is counted.
         """
-        memo = self._line_memo
+        memo = self._lines
         total = 0
         last = len(lines) - 1
         for i, pair in enumerate(lines):
@@ -171,9 +221,7 @@ class MemoizedCounter:
                 if breaks.strip("\n"):  # not a run of line breaks: no cut to rely on
                     break
                 n = self.count(line) + self._breaks_after(line, breaks)
-                if len(memo) >= self._max_entries:
-                    memo.clear()
-                memo[pair] = n
+                memo.put(pair, n)
             total += n
         else:
             return total
@@ -192,13 +240,19 @@ class MemoizedCounter:
 
     def _count_piece(self, piece: str) -> int:
         """Like :meth:`count` for a piece that has no cut left in it."""
-        n = self._memo.get(piece)
+        n = self._texts.get(piece)
         if n is None:
-            n = self._count_uncut(piece)
-            self._remember(piece, n)
+            n = self._count_uncut(piece, spaced=True)
+            self._texts.put(piece, n)
         return n
 
-    def _count_uncut(self, text: str) -> int:
+    def _count_uncut(self, text: str, *, spaced: bool = False) -> int:
+        """The count of ``text`` from memoised parts where the rules above allow.
+
+        ``spaced``: ``text`` is a piece of a longer text, such as a sentence after the one
+        before it (" Next one."); its count then comes from the sentence without the space,
+        which is memoised for when the sentence is counted alone (an index line, a passage).
+        """
         # "line.\n" from the count of "line." (usually memoised): only the last piece differs.
         line = text.rstrip("\n")
         if line != text and line[-1:] in _ASCII_ALNUM:  # "line\n" as "line" and "\n"
@@ -212,15 +266,12 @@ class MemoizedCounter:
             return self.count(text[:space]) + self.count(text[space:])
         # " text" from a memoised "text": only the first word's piece takes the space.
         word = _leading_word(text[1:]) if text.startswith(" ") else None
-        known = self._memo.get(text[1:]) if word is not None else None
+        known = self._texts.get(text[1:]) if word is not None else None
+        if word is not None and known is None and spaced:
+            known = self._count_piece(text[1:])
         if word is not None and known is not None:
             return known - self.count(word) + self.count(" " + word)
         return self.inner.count(text)
-
-    def _remember(self, text: str, n: int) -> None:
-        if len(self._memo) >= self._max_entries:
-            self._memo.clear()
-        self._memo[text] = n
 
     def __repr__(self) -> str:
         return f"MemoizedCounter({self.inner!r})"
@@ -229,9 +280,8 @@ class MemoizedCounter:
 def _leading_word(text: str) -> str | None:
     """The ASCII letters opening ``text`` when an ASCII character other than a letter or an
     apostrophe follows them; None otherwise."""
-    end = 0
-    while end < len(text) and text[end] in _ASCII_LETTERS:
-        end += 1
+    letters = _ASCII_RUN.match(text)
+    end = letters.end() if letters is not None else 0
     if end == 0 or end == len(text) or text[end] == "'" or not text[end].isascii():
         return None
     return text[:end]
@@ -240,13 +290,19 @@ def _leading_word(text: str) -> str | None:
 def _split_at_piece_starts(text: str) -> list[str]:
     """``text`` cut where tiktoken always starts a new piece (see TiktokenAdapter).
 
-    That is after a line break that opens a line (not white space or "/"), and before a line
-    break that ends a line on an ASCII letter or digit, so "line\\n" reuses the count of "line".
+    That is after a line break that opens a line (not white space or "/"), before a line
+    break that ends a line on an ASCII letter or digit, so "line\\n" reuses the count of
+    "line", and before a space after a sentence's end mark (and any closing quotes or
+    brackets after it), so the sentences of a message are counted (and memoised) one by one.
     """
     pieces = []
     start = 0
-    for match in _BREAKS.finditer(text):
+    for match in _CUTS.finditer(text):
         first, after = match.span()
+        if text[first] != "\n":
+            pieces.append(text[start : after - 1])
+            start = after - 1
+            continue
         if first > start and text[first - 1] in _ASCII_ALNUM:
             pieces.append(text[start:first])
             start = first

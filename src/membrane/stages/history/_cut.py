@@ -170,6 +170,7 @@ class HistoryTracker:
         messages: Sequence[Mapping[str, Any]],
         field_name: str,
         image_tokens: Callable[[Mapping[str, Any]], int] | None = None,
+        counts: Sequence[int | None] | None = None,
         *,
         new_session: bool = False,
     ) -> None:
@@ -178,6 +179,8 @@ class HistoryTracker:
         ``image_tokens`` prices a message's images; each message is priced when first seen.
         ``new_session`` marks a session boundary after the last message (this turn's cache is
         cold).
+        ``counts`` (parallel to ``messages``) are the caller's counts of their texts, used in
+        place of counting where not None.
         """
         offset = self.seen_messages
         new = messages[offset:]
@@ -188,7 +191,11 @@ class HistoryTracker:
                 self._session_boundary(len(self.bounds), messages)
             span = messages[start:stop]
             texts = [message_text(m) for m in span]
-            tokens = sum(self.count(text) + self.overhead for text in texts)
+            given = counts[start:stop] if counts is not None else [None] * len(texts)
+            tokens = sum(
+                (self.count(text) if n is None else n) + self.overhead
+                for text, n in zip(texts, given, strict=True)
+            )
             if image_tokens is not None:
                 tokens += sum(image_tokens(m) for m in span)
             self.bounds.append((start, stop))

@@ -80,7 +80,8 @@ def _shape(word: str) -> str:
 
 
 def _has_rare_word(sentence: str, stats: TermStats) -> bool:
-    return any(stats.df(w) <= RARE_DOCUMENT_FREQUENCY for w in content_words(sentence))
+    lowest = stats.min_df(content_words(sentence))
+    return lowest is not None and lowest <= RARE_DOCUMENT_FREQUENCY
 
 
 def _rare_specifics(sentence: str, stats: TermStats) -> frozenset[str]:
@@ -132,7 +133,7 @@ def _densities(sentences: Sequence[str], stats: TermStats) -> tuple[list[float],
             distinct.append(0.0)
             continue
         root = math.sqrt(len(sentence_words))
-        rarity = {w: stats.idf(w) for w in shaped}
+        rarity = dict(zip(shaped, stats.idfs(shaped), strict=True))
         plain.append(math.fsum(rarity.values()) / root)
         distinct.append(math.fsum(r / spread[shaped[w]] for w, r in rarity.items()) / root)
     return plain, distinct

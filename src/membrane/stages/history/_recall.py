@@ -8,9 +8,11 @@ passage to its best sentence when the whole one does not fit.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from membrane.prompt_text import recalled_line
@@ -148,11 +150,23 @@ def stated_words(sentences: Iterable[str]) -> dict[str, float]:
     return weights
 
 
+@functools.lru_cache(maxsize=16_384)
+def _stated(sentences: tuple[str, ...]) -> Mapping[str, float]:
+    # Memoised (read-only): a passage's words are read again whenever a query matches it, a
+    # kept message's on every turn that checks the window.
+    return MappingProxyType(stated_words(sentences))
+
+
 def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
     """File passage ``pid`` under each word it states (a question's words count half)."""
     message = passage.message
-    for w, weight in stated_words(passage.sentences).items():
-        postings.setdefault(w, []).append((pid, message, weight))
+    known = postings.get
+    for w, weight in _stated(passage.sentences).items():
+        posting = known(w)
+        if posting is None:
+            postings[w] = [(pid, message, weight)]
+        else:
+            posting.append((pid, message, weight))
 
 
 def recalled_whole(pid: int, passage: Passage, count: Count) -> RecalledPassage:
@@ -218,7 +232,7 @@ def window_cover(texts: Iterable[str], query: str, stats: TermStats) -> WindowCo
     telling = telling_words(query, stats)
     held: dict[frozenset[tuple[str, float]], None] = {}
     for text in texts:
-        stated = stated_words(split_sentences(text))
+        stated = _stated(tuple(split_sentences(text)))
         found = frozenset((w, stated[w]) for w in telling if w in stated)
         if found:
             held[found] = None
@@ -238,6 +252,11 @@ def _gain(stated: Mapping[str, float], cover: WindowCover) -> float:
     return math.fsum(shared.values()) - best
 
 
+# The last verdict of _needed: one compile asks for it up to four times with the same tracker,
+# query and cover (the tracker's counts in the key, as in HistoryTracker.score_passages).
+_last_needed: tuple[object, object, tuple[str, int, int, float], dict[int, float]] | None = None
+
+
 def _needed(
     tracker: HistoryTracker, query: str, cover: WindowCover | None, min_score: float
 ) -> dict[int, float]:
@@ -246,6 +265,19 @@ def _needed(
     A passage is judged with its whole message, as its score counts the message's context:
     the part of a tool result that holds a value comes back with the part that names it.
     """
+    global _last_needed
+    key = (query, len(tracker.passages), tracker.stats.documents, min_score)
+    last = _last_needed  # one read: another thread may replace it
+    if last is not None and last[0] is tracker and last[1] is cover and last[2] == key:
+        return last[3]
+    needed = _needed_now(tracker, query, cover, min_score)
+    _last_needed = (tracker, cover, key, needed)
+    return needed
+
+
+def _needed_now(
+    tracker: HistoryTracker, query: str, cover: WindowCover | None, min_score: float
+) -> dict[int, float]:
     scores = tracker.score_passages(query)
     if not scores or max(scores.values()) < min_score:
         return {}
@@ -254,7 +286,7 @@ def _needed(
     passages, telling = tracker.passages, cover.telling
     by_message: dict[int, dict[str, float]] = {}
     for pid in scores:
-        stated = stated_words(passages[pid].sentences)
+        stated = _stated(passages[pid].sentences)
         message = by_message.setdefault(passages[pid].message, {})
         for w in telling.keys() & stated.keys():
             message[w] = max(message.get(w, 0.0), stated[w])
