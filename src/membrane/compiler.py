@@ -387,6 +387,7 @@ class ContextCompiler:
         return Turn(
             user_message=user_message,
             history=history,
+            proof=proved,
             offer=offer,
             layout=layout,
             core=core,

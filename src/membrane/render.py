@@ -115,6 +115,7 @@ def render_end(
         history_index_lines=window.index_lines,
         history_index_tokens=window.index_tokens,
         history_turn_local_drop=window.turn_local_drop,
+        history_resume=window.resume,
         core_chars=core_chars,
         cache=cache,
         **_common_report(turn, token_count + framing, semantic, window.kept),

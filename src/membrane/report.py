@@ -254,6 +254,8 @@ class CompileReport:
     history_index_lines: int = 0
     history_index_tokens: int = 0
     history_turn_local_drop: int = 0
+    #: "in_process", "resumed" or "replayed:<why>": see stages.window._restore and docs/state.md
+    history_resume: str | None = None
     core_chars: int | None = None
     semantic_ranking: bool = False
     semantic_ranking_error: str | None = None
@@ -293,6 +295,8 @@ class CompileReport:
                 md["history_recall_reason"] = self.history_recall_reason
             md["history_index_lines"] = self.history_index_lines
             md["history_index_tokens"] = self.history_index_tokens
+            if self.history_resume is not None:
+                md["history_resume"] = self.history_resume
         md["retrieval_summary"] = {
             "offered": self.segments_offered,
             "kept_full": self.segments_kept - self.segments_thinned,
@@ -376,6 +380,7 @@ class CompileReport:
             history_index_lines=int(md.get("history_index_lines", 0)),
             history_index_tokens=int(md.get("history_index_tokens", 0)),
             history_turn_local_drop=int(md.get("history_turn_local_drop", 0)),
+            history_resume=md.get("history_resume"),
             core_chars=md.get("core_chars"),
             semantic_ranking=bool(md.get("semantic_ranking", False)),
             semantic_ranking_error=md.get("semantic_ranking_error"),

@@ -42,12 +42,25 @@ R = TypeVar("R")
 class LRUCache(Generic[K, V]):
     """A dict bounded to ``max_entries``; the least recently used entry leaves first.
 
-    Safe to share between threads: each operation holds the cache's own lock briefly.
+    With ``max_bytes``, also bounded by bytes: ``size`` estimates an entry when it is put
+    (put an entry again after it grows), and entries leave until the total fits, though the
+    newest entry always stays. Safe to share between threads: each operation holds the
+    cache's own lock briefly.
     """
 
-    def __init__(self, max_entries: int) -> None:
+    def __init__(
+        self,
+        max_entries: int,
+        *,
+        max_bytes: int | None = None,
+        size: Callable[[V], int] | None = None,
+    ) -> None:
         self._max = max_entries
+        self._max_bytes = max_bytes
+        self._size = size
         self._data: OrderedDict[K, V] = OrderedDict()
+        self._bytes: dict[K, int] = {}
+        self._total = 0
         self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
@@ -61,13 +74,29 @@ class LRUCache(Generic[K, V]):
         with self._lock:
             self._data[key] = value
             self._data.move_to_end(key)
-            while len(self._data) > self._max:
-                self._data.popitem(last=False)
+            if self._size is not None:
+                size = self._size(value)
+                self._total += size - self._bytes.get(key, 0)
+                self._bytes[key] = size
+            limit = self._max_bytes
+            while len(self._data) > self._max or (
+                limit is not None and self._total > limit and len(self._data) > 1
+            ):
+                self._pop(next(iter(self._data)))
+
+    def _pop(self, key: K) -> None:
+        del self._data[key]
+        self._total -= self._bytes.pop(key, 0)
 
     def discard_where(self, predicate: Callable[[K], bool]) -> None:
         with self._lock:
             for key in [k for k in self._data if predicate(k)]:
-                del self._data[key]
+                self._pop(key)
+
+    @property
+    def total_bytes(self) -> int:
+        """The estimated bytes of the entries held (0 without ``size``)."""
+        return self._total
 
     def __len__(self) -> int:
         return len(self._data)
@@ -189,13 +218,19 @@ def _nonnegative_int(value: object) -> bool:
 
 
 def check_conversation_state(value: object) -> str | None:
-    """Why ``value`` is not a conversation's state (``share``, ``events``, ``room``), or None."""
+    """Why ``value`` is not a conversation's state (``share``, ``events``, ``room``), or None.
+
+    Its ``tracker`` (the saved history tracker) is checked where it is read, when a worker
+    restores it (``stages.history._snapshot``).
+    """
     if not isinstance(value, dict):
         return f"expected a JSON object, got {type(value).__name__}"
-    for name in ("share", "events", "room"):
+    if "tracker" in value and not isinstance(value["tracker"], dict):
+        return "tracker must be a JSON object"
+    for name in ("format", "share", "events", "room"):
         if name in value and not _nonnegative_int(value[name]):
             return f"{name} must be a non-negative int, got {str(value[name])[:40]}"
-    if value and "room" not in value:
+    if value and "room" not in value and "tracker" not in value:
         return "room is missing"
     return None
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from membrane import config
 from membrane.capabilities import ModelCapabilities
 from membrane.errors import InvalidInputError
-from membrane.messages import Message, check_text, find_lone_surrogate
+from membrane.messages import CheckedPrefix, Message, check_text, find_lone_surrogate
 from membrane.records import (
     MEMORY_KINDS,
     MemoryItem,
@@ -80,6 +80,8 @@ class Turn:
     tools_changed: bool = False
     label: QueryLabel | None = None
     report_policies: bool = False
+    # What validating the history proved (its digest, the caller's history_version).
+    proof: CheckedPrefix | None = None
 
     @property
     def count(self) -> Callable[[str], int]:
@@ -96,6 +98,7 @@ class Turn:
             budget_counted=self.budget_counted,
             offer_texts=self.offer.texts(),
             image_tokens=self.agent.images.tokens,
+            proof=self.proof,
         )
 
     def tail_input(self, semantic: SemanticCall | None) -> TailInput:

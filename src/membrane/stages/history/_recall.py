@@ -64,13 +64,15 @@ Postings = dict[str, list[tuple[int, int, float]]]
 
 @dataclass(frozen=True, slots=True)
 class Passage:
-    """About sixty words of a dropped message, with what its scoring needs."""
+    """About sixty words of a dropped message, with what its scoring needs.
+
+    Not counted: a passage is counted (:func:`recalled_whole`) only when it is recalled.
+    """
 
     unit: int
     message: int
     role: str
     text: str
-    tokens: int
     sentences: tuple[str, ...]
 
 
@@ -99,7 +101,7 @@ class RecalledPassage:
     tokens: int
 
 
-def passages_of(unit: int, message: int, role: str, text: str, count: Count) -> list[Passage]:
+def passages_of(unit: int, message: int, role: str, text: str) -> list[Passage]:
     """``text`` cut into passages of whole sentences, about PASSAGE_WORDS words each."""
     out: list[Passage] = []
     bucket: list[str] = []
@@ -108,7 +110,7 @@ def passages_of(unit: int, message: int, role: str, text: str, count: Count) -> 
     def flush() -> None:
         if bucket:
             body = " ".join(bucket)
-            out.append(Passage(unit, message, role, body, count(body), tuple(bucket)))
+            out.append(Passage(unit, message, role, body, tuple(bucket)))
 
     for sentence in split_sentences(text):
         n = len(sentence.split())
@@ -118,7 +120,7 @@ def passages_of(unit: int, message: int, role: str, text: str, count: Count) -> 
             tokens = sentence.split()
             for i in range(0, len(tokens), PASSAGE_WORDS):
                 piece = " ".join(tokens[i : i + PASSAGE_WORDS])
-                out.append(Passage(unit, message, role, piece, count(piece), (piece,)))
+                out.append(Passage(unit, message, role, piece, (piece,)))
             continue
         if words and words + n > PASSAGE_WORDS * 1.5:
             flush()

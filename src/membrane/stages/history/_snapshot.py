@@ -1,0 +1,227 @@
+"""What a tracker needs to continue a conversation exactly, as a small JSON value and back.
+
+A worker that has never seen a conversation restores its :class:`HistoryTracker` from this
+snapshot, saved in the conversation's state value, and replays only the messages after it.
+Nothing in it grows with the number of messages:
+
+- the cut: where it is, the bounds and token counts of the kept units, the kept and total
+  tokens, how many cut events there were;
+- the index lines some room could still show (:meth:`HistoryTracker.forget_lines`);
+- the rarity statistics, a fixed-size sketch (:class:`membrane.text.sketch.TermSketch`);
+- the proof of what it describes: the digest of the messages it has seen
+  (:func:`membrane.messages.prefix_digest`) and the caller's ``history_version``, if any.
+
+Recall's passages are not in it: they are cut again from the caller's messages, which
+arrive with every call. A snapshot that fails its checks raises ``ValueError`` (the caller
+discards it, as any bad store value); one from an unknown ``format`` is never read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+from membrane.errors import InvalidInputError
+from membrane.messages import HistoryVersion, group_units, prefix_digest
+from membrane.stages.history._cut import HistoryTracker, _unit_key
+from membrane.stages.history._index import IndexLine
+from membrane.stages.history._shared import Count
+from membrane.text.sketch import TermSketch
+
+__all__ = ["STATE_FORMAT_VERSION", "TrackerSnapshot", "restore_tracker", "snapshot_tracker"]
+
+#: The format of a conversation's state value (its ``"format"`` key). A worker treats a value
+#: of another format as absent; the store's writes never replace a newer one.
+STATE_FORMAT_VERSION = 1
+
+_SETTINGS = ("share", "chunk", "overhead", "keyframe_tokens", "line_room")
+_COUNTS = ("seen", "units", "cut", "kept_tokens", "total_tokens", "events", "documents")
+
+
+@dataclass(frozen=True, slots=True)
+class TrackerSnapshot:
+    """A decoded snapshot (see the module); ``kept`` holds ``(start, stop, tokens)``."""
+
+    settings: tuple[int, ...]
+    counter: str
+    seen: int
+    units: int
+    cut: int
+    kept_tokens: int
+    total_tokens: int
+    events: int
+    kept: tuple[tuple[int, int, int], ...]
+    lines: tuple[IndexLine, ...]
+    stats: TermSketch
+    digest: str | None
+    version: HistoryVersion | None
+
+
+def snapshot_tracker(
+    tracker: HistoryTracker,
+    *,
+    counter: str,
+    line_room: int,
+    messages: Sequence[Mapping[str, Any]],
+    digest: bytes | None,
+    version: HistoryVersion | None,
+) -> dict[str, Any]:
+    """The JSON value of ``tracker``, which has seen all of ``messages``.
+
+    ``digest`` is the digest of ``messages`` when the compile has it already; without it
+    (a caller passing ``history_version=``) it is computed here.
+    """
+    if digest is None:
+        digest = prefix_digest(messages, len(messages))
+    cut = tracker.cut
+    stats = tracker.stats
+    if not isinstance(stats, TermSketch):
+        raise TypeError("only a tracker with a TermSketch can be saved")
+    return {
+        "share": tracker.share,
+        "chunk": tracker.chunk,
+        "overhead": tracker.overhead,
+        "keyframe_tokens": tracker.keyframe_tokens,
+        "line_room": line_room,
+        "counter": counter,
+        "seen": tracker.seen_messages,
+        "units": len(tracker.bounds),
+        "cut": cut,
+        "kept_tokens": tracker.kept_tokens,
+        "total_tokens": tracker.total_tokens,
+        "events": tracker.event_count,
+        "kept": [
+            [start, stop, tokens]
+            for (start, stop), tokens in zip(
+                tracker.bounds[cut:], tracker.unit_tokens[cut:], strict=True
+            )
+        ],
+        "lines": [[line.unit, line.text, line.tokens] for line in tracker.lines],
+        "documents": stats.documents,
+        "df": stats.to_text(),
+        "digest": None if digest is None else digest.hex(),
+        "version": version,
+    }
+
+
+def _count(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**53:
+        raise ValueError(f"{name} must be a non-negative int")
+    return value
+
+
+def _triples(value: object, name: str) -> list[list[object]]:
+    if not isinstance(value, list) or not all(
+        isinstance(row, list) and len(row) == 3 for row in value
+    ):
+        raise ValueError(f"{name} must be a list of three-item lists")
+    return value
+
+
+def read_snapshot(value: object) -> TrackerSnapshot:
+    """The snapshot in ``value``, checked; ``ValueError`` says what is wrong with it."""
+    if not isinstance(value, dict):
+        raise ValueError("the history snapshot is not a JSON object")
+    settings = tuple(_count(value.get(name), name) for name in _SETTINGS)
+    seen, units, cut, kept_tokens, total_tokens, events, documents = (
+        _count(value.get(name), name) for name in _COUNTS
+    )
+    counter, digest, version = value.get("counter"), value.get("digest"), value.get("version")
+    if not isinstance(counter, str):
+        raise ValueError("counter must be a str")
+    if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
+        raise ValueError("digest must be 64 hex digits or null")
+    if version is not None and not isinstance(version, str):
+        version = _count(version, "version")
+    kept = tuple(
+        (_count(a, "kept"), _count(b, "kept"), _count(t, "kept"))
+        for a, b, t in _triples(value.get("kept"), "kept")
+    )
+    lines = []
+    for unit, text, tokens in _triples(value.get("lines"), "lines"):
+        if not isinstance(text, str):
+            raise ValueError("an index line's text must be a str")
+        lines.append(IndexLine(_count(unit, "lines"), text, _count(tokens, "lines")))
+    sketch = value.get("df")
+    if not isinstance(sketch, str):
+        raise ValueError("df must be a str")
+    bounds_ok = all(a < b for a, b, _ in kept) and all(x[1] == y[0] for x, y in pairwise(kept))
+    if not (
+        cut <= units <= seen
+        and len(kept) == units - cut
+        and bounds_ok
+        and (not kept or kept[-1][1] == seen)
+        and sum(t for _, _, t in kept) == kept_tokens <= total_tokens
+        and all(line.unit < cut for line in lines)
+    ):
+        raise ValueError("its cut, units and kept tokens do not agree")
+    return TrackerSnapshot(
+        settings=settings,
+        counter=counter,
+        seen=seen,
+        units=units,
+        cut=cut,
+        kept_tokens=kept_tokens,
+        total_tokens=total_tokens,
+        events=events,
+        kept=kept,
+        lines=tuple(lines),
+        stats=TermSketch.from_text(sketch, documents),
+        digest=digest,
+        version=version,
+    )
+
+
+def _vouched(stored: HistoryVersion | None, version: HistoryVersion | None) -> bool:
+    """The caller's ``history_version`` says the history only grew since the snapshot's."""
+    if stored is None or version is None or type(stored) is not type(version):
+        return False
+    return version == stored or (isinstance(version, int) and version > stored)  # type: ignore[operator]
+
+
+def restore_tracker(
+    snapshot: TrackerSnapshot,
+    messages: Sequence[Mapping[str, Any]],
+    count: Count,
+    version: HistoryVersion | None,
+    field_name: str,
+) -> HistoryTracker | str:
+    """The tracker ``snapshot`` describes, for ``messages``; or why it does not describe them.
+
+    The reasons: ``"prefix"`` (the messages do not start with what it saw, by digest or
+    ``history_version``) and ``"units"`` (they do, but group into other units).
+    """
+    seen = snapshot.seen
+    if seen > len(messages):
+        return "prefix"
+    if not _vouched(snapshot.version, version):
+        digest = prefix_digest(messages, seen)
+        if digest is None or snapshot.digest is None or digest.hex() != snapshot.digest:
+            return "prefix"
+    try:
+        bounds = [(u.start, u.stop) for u in group_units(messages[:seen], field=field_name)]
+    except InvalidInputError:  # the snapshot ends inside a tool call's results
+        return "units"
+    if len(bounds) != snapshot.units or bounds[snapshot.cut :] != [
+        (a, b) for a, b, _ in snapshot.kept
+    ]:
+        return "units"
+    share, chunk, overhead, keyframe_tokens, _ = snapshot.settings
+    tracker = HistoryTracker(share, chunk, count, overhead, keyframe_tokens)
+    cut = snapshot.cut
+    tracker.bounds = bounds
+    tracker.unit_tokens = [0] * cut + [t for _, _, t in snapshot.kept]
+    tracker.unit_keys = [
+        _unit_key(messages[a:b]) if u == 0 or u >= cut else () for u, (a, b) in enumerate(bounds)
+    ]
+    tracker.cut = cut
+    tracker.kept_tokens = snapshot.kept_tokens
+    tracker.total_tokens = snapshot.total_tokens
+    tracker.resumed_events = snapshot.events
+    tracker.lines = list(snapshot.lines)
+    tracker.stats = snapshot.stats
+    for unit in range(cut):
+        tracker.add_passages(unit, messages)
+    return tracker
