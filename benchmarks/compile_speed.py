@@ -9,6 +9,10 @@
     re-validating what it checked last turn, full validation (what a compile without a proof
     pays), and per-turn compile time with the digest against ``history_version=`` (no digest).
     ``--history-proof`` runs only this part and writes ``compile_speed_history_proof.json``.
+(e) A fresh worker joining a 1,000- and a 10,000-message conversation through the state store
+    (in-process and a real redis-server), each sample in a new process for both sides, and the
+    state value's bytes at 100 / 1,000 / 10,000 messages (``benchmarks/fresh_worker.py``).
+    ``--fresh-worker`` runs only this part and writes ``compile_speed_fresh_worker.json``.
 
 Times are ``time.perf_counter_ns`` around the call alone, after warm-up runs; medians and 95th
 percentiles over many repetitions. Wall-clock numbers drift between runs on a shared machine:
@@ -307,9 +311,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke runs)")
     parser.add_argument("--no-write", action="store_true", help="print only, write no JSON")
     parser.add_argument("--history-proof", action="store_true", help="only part (d)")
+    parser.add_argument("--fresh-worker", action="store_true", help="only part (e)")
     args = parser.parse_args(argv)
     if args.history_proof:
         return _history_proof_only(args.quick, args.no_write)
+    if args.fresh_worker:
+        from benchmarks.fresh_worker import fresh_worker_payload
+
+        fresh_payload = fresh_worker_payload(args.quick)
+        if not args.no_write:
+            written = write_result("compile_speed_fresh_worker", fresh_payload)
+            print(f"wrote {written}", file=sys.stderr)
+        return 0
     try:
         LangChainTrim()
     except StrategyUnavailable as exc:

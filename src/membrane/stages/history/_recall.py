@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from membrane.prompt_text import recalled_line
@@ -139,14 +140,16 @@ def stated_words(sentences: Iterable[str]) -> dict[str, float]:
 
     A longer question (a request) states nothing: it asks for the answer, it does not hold it.
     """
-    weights: dict[str, float] = {}
+    statements: list[str] = []
+    questions: list[str] = []
     for sentence in sentences:
-        if is_request(sentence):
-            continue
-        weight = _QUESTION_WEIGHT if is_question(sentence) else 1.0
-        for w in content_words(sentence):
-            if weights.get(w, 0.0) < weight:
-                weights[w] = weight
+        if not is_question(sentence):
+            statements.append(sentence)
+        elif not is_request(sentence):
+            questions.append(sentence)
+    # Whole word lists at a time (most sentences state): the statements' weight wins.
+    weights = dict.fromkeys(chain.from_iterable(map(content_words, questions)), _QUESTION_WEIGHT)
+    weights.update(dict.fromkeys(chain.from_iterable(map(content_words, statements)), 1.0))
     return weights
 
 
