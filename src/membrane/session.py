@@ -230,7 +230,7 @@ def check_conversation_state(value: object) -> str | None:
     for name in ("format", "share", "events", "room"):
         if name in value and not _nonnegative_int(value[name]):
             return f"{name} must be a non-negative int, got {str(value[name])[:40]}"
-    if value and "room" not in value and "tracker" not in value:
+    if value and "room" not in value and "format" not in value:  # a value before formats
         return "room is missing"
     return None
 
