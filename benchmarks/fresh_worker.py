@@ -118,9 +118,8 @@ def child(argv: list[str]) -> int:
     warm = json.loads(Path(inputs).with_suffix(".warm.json").read_text())
     state = None if state_file == "-" else Path(state_file).read_text()
     url = None if redis_url == "-" else redis_url
-    from membrane.tokenizers import TiktokenAdapter
-
     from benchmarks._tokens import count_text
+    from membrane.tokenizers import TiktokenAdapter
 
     TiktokenAdapter("cl100k_base").count("Encodings load on text unrelated to the conversation.")
     count_text("Encodings load on text unrelated to the conversation.")
