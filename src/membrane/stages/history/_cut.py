@@ -187,10 +187,11 @@ class HistoryTracker:
                 self.lines.append(line)
 
     def add_passages(
-        self, unit: int, messages: Sequence[Mapping[str, Any]]
+        self, unit: int, messages: Sequence[Mapping[str, Any]], *, post: bool = True
     ) -> list[tuple[Mapping[str, Any], str, str]]:
         """Cut a dropped unit's messages into recall passages; returns each message with text,
-        its speaker label and its text (a restored tracker re-derives passages with this)."""
+        its speaker label and its text (a restored tracker re-derives passages with this, and
+        ``post=False`` leaves their postings to be filled in per word, see ``_snapshot``)."""
         start, stop = self.bounds[unit]
         span = messages[start:stop]
         calls = tool_call_labels(span)
@@ -201,7 +202,8 @@ class HistoryTracker:
                 continue
             label = speaker_label(message, calls)
             for passage in passages_of(unit, start + offset, label, text):
-                add_postings(self.postings, len(self.passages), passage)
+                if post:
+                    add_postings(self.postings, len(self.passages), passage)
                 self.passages.append(passage)
             spoken.append((message, label, text))
         return spoken

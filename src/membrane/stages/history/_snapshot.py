@@ -27,6 +27,7 @@ from membrane.errors import InvalidInputError
 from membrane.messages import HistoryVersion, group_units, prefix_digest
 from membrane.stages.history._cut import HistoryTracker, _unit_key
 from membrane.stages.history._index import IndexLine
+from membrane.stages.history._recall import Passage, stated_words
 from membrane.stages.history._shared import Count
 from membrane.text.sketch import TermSketch
 
@@ -223,5 +224,51 @@ def restore_tracker(
     tracker.lines = list(snapshot.lines)
     tracker.stats = snapshot.stats
     for unit in range(cut):
-        tracker.add_passages(unit, messages)
+        tracker.add_passages(unit, messages, post=False)
+    tracker.postings = RestoredPostings(tracker.passages, len(tracker.passages))
     return tracker
+
+
+class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
+    """A restored tracker's postings: those of its re-derived passages are found per word.
+
+    Recall looks up a turn's few most telling words, so filing every word of every dropped
+    passage (most of a fresh worker's first compile) is put off: the first lookup of a word
+    reads the passages whose text contains it (a passage with non-ASCII text always, as its
+    words are lower-cased one by one) and puts their entries before those of passages dropped
+    since. The entries are those :func:`._recall.add_postings` would have made.
+    """
+
+    def __init__(self, passages: Sequence[Passage], restored: int) -> None:
+        super().__init__()
+        self._passages = passages
+        self._restored = restored
+        self._looked_up: set[str] = set()
+        self._lowered: list[str | None] | None = None
+        self._stated: dict[int, dict[str, float]] = {}
+
+    def get(self, word: str, default: Any = None) -> Any:
+        if word not in self._looked_up:
+            self._looked_up.add(word)
+            early = self._find(word)
+            if early:
+                self[word] = early + super().get(word, [])
+        return super().get(word, default)
+
+    def _find(self, word: str) -> list[tuple[int, int, float]]:
+        if self._lowered is None:
+            self._lowered = [
+                p.text.lower() if p.text.isascii() else None
+                for p in self._passages[: self._restored]
+            ]
+        found = []
+        for pid, lowered in enumerate(self._lowered):
+            if lowered is not None and word not in lowered:
+                continue
+            stated = self._stated.get(pid)
+            if stated is None:
+                stated = self._stated[pid] = stated_words(self._passages[pid].sentences)
+            weight = stated.get(word)
+            if weight is not None:
+                found.append((pid, self._passages[pid].message, weight))
+        return found
