@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from membrane.stages.history._cut import HistoryTracker
 
 __all__ = [
+    "MAX_POSTINGS_SCANNED",
     "PASSAGE_WORDS",
     "Passage",
     "Postings",
@@ -46,7 +47,7 @@ __all__ = [
 
 PASSAGE_WORDS = 60
 # Query words found in more passages than this are too common to tell passages apart.
-_MAX_POSTINGS_SCANNED = 128
+MAX_POSTINGS_SCANNED = 128
 _QUESTION_WEIGHT = 0.5
 _MESSAGE_CONTEXT_WEIGHT = 0.5
 # Recall looks at the best-scoring passages only, and stops when what is left of its room
@@ -210,7 +211,7 @@ def score_passages(
     context: dict[int, float] = {}
     for w, weight in telling_words(query, stats).items():
         posting = postings.get(w)
-        if posting and len(posting) <= _MAX_POSTINGS_SCANNED:
+        if posting and len(posting) <= MAX_POSTINGS_SCANNED:
             _gains(posting, weight, own, context)
     return {
         pid: score + _MESSAGE_CONTEXT_WEIGHT * context[passages[pid].message]

@@ -27,7 +27,7 @@ from membrane.errors import InvalidInputError
 from membrane.messages import HistoryVersion, group_units, prefix_digest
 from membrane.stages.history._cut import HistoryTracker, _unit_key
 from membrane.stages.history._index import IndexLine
-from membrane.stages.history._recall import Passage, stated_words
+from membrane.stages.history._recall import MAX_POSTINGS_SCANNED, Passage, stated_words
 from membrane.stages.history._shared import Count
 from membrane.text.sketch import TermSketch
 
@@ -236,7 +236,9 @@ class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
     passage (most of a fresh worker's first compile) is put off: the first lookup of a word
     reads the passages whose text contains it (a passage with non-ASCII text always, as its
     words are lower-cased one by one) and puts their entries before those of passages dropped
-    since. The entries are those :func:`._recall.add_postings` would have made.
+    since. The entries are those :func:`._recall.add_postings` would have made, except that
+    a word stated by more re-derived passages than recall ever scans keeps only the first of
+    them past that limit (recall skips it either way).
     """
 
     def __init__(self, passages: Sequence[Passage], restored: int) -> None:
@@ -271,4 +273,6 @@ class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
             weight = stated.get(word)
             if weight is not None:
                 found.append((pid, self._passages[pid].message, weight))
+                if len(found) > MAX_POSTINGS_SCANNED:
+                    break
         return found
