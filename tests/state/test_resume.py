@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from membrane import ContextCompiler, InMemoryStateStore, RedisStateStore
 from membrane.session import LRUCache, conversation_key
-from membrane.stages.history._snapshot import STATE_FORMAT_VERSION
+from membrane.stages.history import STATE_FORMAT_VERSION
 from membrane.state import StateStore, StateStoreWarning
 from tests.strategies import conversations
 

@@ -20,11 +20,13 @@ from typing import Any
 from membrane.messages import CheckedPrefix, Message, message_text
 from membrane.prompt_text import INDEX_HEADER
 from membrane.session import LRUCache, Session
-from membrane.stages.history import HistoryTracker, render_index, select_index_lines
-from membrane.stages.history._snapshot import (
+from membrane.stages.history import (
     STATE_FORMAT_VERSION,
+    HistoryTracker,
     read_snapshot,
+    render_index,
     restore_tracker,
+    select_index_lines,
     snapshot_tracker,
 )
 from membrane.text.keyframes import keyframe

@@ -31,7 +31,14 @@ from membrane.stages.history._recall import MAX_POSTINGS_SCANNED, Passage, state
 from membrane.stages.history._shared import Count
 from membrane.text.sketch import TermSketch
 
-__all__ = ["STATE_FORMAT_VERSION", "TrackerSnapshot", "restore_tracker", "snapshot_tracker"]
+__all__ = [
+    "STATE_FORMAT_VERSION",
+    "RestoredPostings",
+    "TrackerSnapshot",
+    "read_snapshot",
+    "restore_tracker",
+    "snapshot_tracker",
+]
 
 #: The format of a conversation's state value (its ``"format"`` key). A worker treats a value
 #: of another format as absent; the store's writes never replace a newer one.
