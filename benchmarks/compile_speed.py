@@ -16,6 +16,10 @@
     gives both sides the caller's counts for the history (Membrane ``message_token_counts=``,
     LangChain a ``token_counter`` reading them). ``--turns`` runs only this part and writes
     ``compile_speed_turns.json``.
+(f) A fresh worker joining a 1,000- and a 10,000-message conversation through the state store
+    (in-process and a real redis-server), each sample in a new process for both sides, and the
+    state value's bytes at 100 / 1,000 / 10,000 messages (``benchmarks/fresh_worker.py``).
+    ``--fresh-worker`` runs only this part and writes ``compile_speed_fresh_worker.json``.
 
 Times are ``time.perf_counter_ns`` around the call alone, after warm-up runs; medians and 95th
 percentiles over many repetitions. Wall-clock numbers drift between runs on a shared machine:
@@ -440,11 +444,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="print only, write no JSON")
     parser.add_argument("--history-proof", action="store_true", help="only part (d)")
     parser.add_argument("--turns", action="store_true", help="only part (e)")
+    parser.add_argument("--fresh-worker", action="store_true", help="only part (f)")
     args = parser.parse_args(argv)
     if args.history_proof:
         return _history_proof_only(args.quick, args.no_write)
     if args.turns:
         return _turns_only(args.quick, args.no_write)
+    if args.fresh_worker:
+        from benchmarks.fresh_worker import fresh_worker_payload
+
+        fresh_payload = fresh_worker_payload(args.quick)
+        if not args.no_write:
+            written = write_result("compile_speed_fresh_worker", fresh_payload)
+            print(f"wrote {written}", file=sys.stderr)
+        return 0
     try:
         LangChainTrim()
     except StrategyUnavailable as exc:

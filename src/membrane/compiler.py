@@ -383,6 +383,7 @@ class ContextCompiler:
             user_message=user_message,
             history=history,
             message_counts=check_message_counts(supplied, len(history)),
+            proof=proved,
             offer=offer,
             layout=layout,
             core=core,

@@ -118,6 +118,7 @@ def render_end(
         history_turn_local_drop=window.turn_local_drop,
         history_cut_moves=_cut_moves(window),
         message_counts_supplied=_supplied(turn.message_counts),
+        history_resume=window.resume,
         core_chars=core_chars,
         cache=cache,
         **_common_report(turn, token_count + framing, semantic, window.kept),

@@ -208,6 +208,8 @@ class CompileReport:
     history_turn_local_drop: int = 0
     history_cut_moves: tuple[int, int] | None = None  # (at a session boundary, mid-session)
     message_counts_supplied: int = 0
+    #: "in_process", "resumed" or "replayed:<why>": see stages.window._restore and docs/state.md
+    history_resume: str | None = None
     core_chars: int | None = None
     semantic_ranking: bool = False
     semantic_ranking_error: str | None = None
@@ -249,6 +251,8 @@ class CompileReport:
             md["history_index_tokens"] = self.history_index_tokens
             if (moves := self.history_cut_moves) is not None:
                 md["history_cut_moves"] = {"session": moves[0], "mid_session": moves[1]}
+            if self.history_resume is not None:
+                md["history_resume"] = self.history_resume
         md["retrieval_summary"] = {
             "offered": self.segments_offered,
             "kept_full": self.segments_kept - self.segments_thinned,
@@ -337,6 +341,7 @@ class CompileReport:
             history_turn_local_drop=int(md.get("history_turn_local_drop", 0)),
             history_cut_moves=None if moves is None else (moves["session"], moves["mid_session"]),
             message_counts_supplied=int(md.get("message_counts_supplied", 0)),
+            history_resume=md.get("history_resume"),
             core_chars=md.get("core_chars"),
             semantic_ranking=bool(md.get("semantic_ranking", False)),
             semantic_ranking_error=md.get("semantic_ranking_error"),

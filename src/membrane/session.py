@@ -52,12 +52,25 @@ R = TypeVar("R")
 class LRUCache(Generic[K, V]):
     """A dict bounded to ``max_entries``; the least recently used entry leaves first.
 
-    Safe to share between threads: each operation holds the cache's own lock briefly.
+    With ``max_bytes``, also bounded by bytes: ``size`` estimates an entry when it is put
+    (put an entry again after it grows), and entries leave until the total fits, though the
+    newest entry always stays. Safe to share between threads: each operation holds the
+    cache's own lock briefly.
     """
 
-    def __init__(self, max_entries: int) -> None:
+    def __init__(
+        self,
+        max_entries: int,
+        *,
+        max_bytes: int | None = None,
+        size: Callable[[V], int] | None = None,
+    ) -> None:
         self._max = max_entries
+        self._max_bytes = max_bytes
+        self._size = size
         self._data: OrderedDict[K, V] = OrderedDict()
+        self._bytes: dict[K, int] = {}
+        self._total = 0
         self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
@@ -71,13 +84,29 @@ class LRUCache(Generic[K, V]):
         with self._lock:
             self._data[key] = value
             self._data.move_to_end(key)
-            while len(self._data) > self._max:
-                self._data.popitem(last=False)
+            if self._size is not None:
+                size = self._size(value)
+                self._total += size - self._bytes.get(key, 0)
+                self._bytes[key] = size
+            limit = self._max_bytes
+            while len(self._data) > self._max or (
+                limit is not None and self._total > limit and len(self._data) > 1
+            ):
+                self._pop(next(iter(self._data)))
+
+    def _pop(self, key: K) -> None:
+        del self._data[key]
+        self._total -= self._bytes.pop(key, 0)
 
     def discard_where(self, predicate: Callable[[K], bool]) -> None:
         with self._lock:
             for key in [k for k in self._data if predicate(k)]:
-                del self._data[key]
+                self._pop(key)
+
+    @property
+    def total_bytes(self) -> int:
+        """The estimated bytes of the entries held (0 without ``size``)."""
+        return self._total
 
     def __len__(self) -> int:
         return len(self._data)
@@ -195,10 +224,10 @@ def check_conversation_state(value: object) -> str | None:
     """Why ``value`` is not a conversation's state, or None.
 
     The state is a JSON object with a format ``version``; the window's ``share``, ``events``
-    and ``room`` (non-negative ints, ``room`` present whenever one of the others is) and
-    ``tools``, the fingerprint of the last tool definitions (a string), are each optional.
-    Only a value of this Membrane's version is checked further: another version's fields are
-    not ours to judge.
+    and ``room`` (non-negative ints), its ``tracker`` (the saved history tracker, a JSON object
+    checked where a worker restores it, ``stages.history._snapshot``) and ``tools``, the
+    fingerprint of the last tool definitions (a string), are each optional. Only a value of
+    this Membrane's version is checked further: another version's fields are not ours to judge.
     """
     if not isinstance(value, dict):
         return f"expected a JSON object, got {type(value).__name__}"
@@ -210,8 +239,8 @@ def check_conversation_state(value: object) -> str | None:
     for name in ("share", "events", "room"):
         if name in value and not _nonnegative_int(value[name]):
             return f"{name} must be a non-negative int, got {str(value[name])[:40]}"
-    if ("share" in value or "events" in value) and "room" not in value:
-        return "room is missing"
+    if "tracker" in value and not isinstance(value["tracker"], dict):
+        return "tracker must be a JSON object"
     if "tools" in value and not isinstance(value["tools"], str):
         return f"tools must be a fingerprint string, got {str(value['tools'])[:40]}"
     return None

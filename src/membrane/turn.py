@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from membrane import config
 from membrane.capabilities import ModelCapabilities
 from membrane.errors import InvalidInputError
-from membrane.messages import Message, check_text, find_lone_surrogate
+from membrane.messages import CheckedPrefix, Message, check_text, find_lone_surrogate
 from membrane.records import (
     MEMORY_KINDS,
     MemoryItem,
@@ -85,6 +85,8 @@ class Turn:
     label: QueryLabel | None = None
     report_policies: bool = False
     new_session: bool = False
+    # What validating the history proved (its digest, the caller's history_version).
+    proof: CheckedPrefix | None = None
 
     @property
     def count(self) -> Callable[[str], int]:
@@ -103,6 +105,7 @@ class Turn:
             offer_texts=self.offer.texts(),
             image_tokens=self.agent.images.tokens,
             new_session=self.new_session,
+            proof=self.proof,
         )
 
     def tail_input(self, semantic: SemanticCall | None) -> TailInput:

@@ -239,4 +239,6 @@ def test_a_worker_that_joins_later_sends_the_same_bytes() -> None:
         user_message=last_user["content"], conversation_messages=history[:-2], conversation_id="c"
     )
     assert joined.messages == played[-1][1]
-    assert joined.metadata == played[-1][0]
+    # It restores the tracker saved at the last cut, session counts included.
+    assert joined.metadata["history_resume"] == "resumed"
+    assert {**joined.metadata, "history_resume": "in_process"} == played[-1][0]

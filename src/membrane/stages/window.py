@@ -4,25 +4,45 @@ The tracked cut (``stages.history``) decides which old messages leave; this stag
 one turn's plan: the kept messages, the eviction index placed after the core in the system
 message, its room (decided once per cut and kept in the state store), and a turn-local drop
 when the current turn is too large for what history leaves.
+
+It keeps each conversation's tracker between turns, and saves it in the conversation's state
+value at every cut (:mod:`membrane.stages.history._snapshot`); a worker without the tracker
+restores it from there and reads only the messages after it, or replays the history when the
+saved state is missing, unusable or does not describe these messages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from membrane.messages import Message, message_text
+from membrane.messages import CheckedPrefix, Message, message_text
 from membrane.prompt_text import INDEX_HEADER
 from membrane.session import LRUCache, Session
-from membrane.stages.history import HistoryTracker, render_index, select_index_lines
+from membrane.stages.history import (
+    HistoryTracker,
+    read_snapshot,
+    render_index,
+    restore_tracker,
+    select_index_lines,
+    snapshot_tracker,
+)
 from membrane.text.keyframes import keyframe
 from membrane.text.relevance import CombinedStats, TermStats
+from membrane.text.sketch import TermSketch
 from membrane.tokenizers import MemoizedCounter
 
-__all__ = ["HistoryWindow", "WindowInput", "WindowPlanner", "WindowSettings"]
+__all__ = ["HistoryWindow", "WindowInput", "WindowPlanner", "WindowSettings", "tracker_bytes"]
 
 MAX_CONVERSATIONS = 512
+#: What the trackers of one planner may hold together, by :func:`tracker_bytes`' estimate.
+MAX_TRACKER_BYTES = 256 * 2**20
+#: A worker replays a history this short itself rather than read the state store for it.
+SHORT_HISTORY_MESSAGES = 16
+_FIELD = "conversation_messages"
+# A dropped passage in memory: its text, its sentences again, its postings (about forty words).
+_PASSAGE_BYTES = 3_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +70,8 @@ class HistoryWindow:
     index_tokens: int = 0
     tracker: HistoryTracker | None = None
     turn_local_drop: int = 0
+    # How the tracker came to be: "in_process", "resumed" or "replayed:<why>" (see _restore).
+    resume: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,19 +91,25 @@ class WindowInput:
     image_tokens: Callable[[Mapping[str, Any]], int] = lambda _m: 0
     # The caller says this turn starts a session (its provider cache has expired).
     new_session: bool = False
+    # What validating the history proved: its digest, the caller's history_version.
+    proof: CheckedPrefix | None = None
 
 
 class WindowPlanner:
-    """Plans each turn's history window; keeps one tracker per conversation between turns."""
+    """Plans each turn's history window; keeps one tracker per conversation between turns.
 
-    def __init__(self) -> None:
+    Both caches are bounded by entries and by bytes (:func:`tracker_bytes` estimates a
+    tracker; a cached system text counts its length), the least recently used leaving first.
+    """
+
+    def __init__(self, max_bytes: int = MAX_TRACKER_BYTES) -> None:
         self._trackers: LRUCache[tuple[str, int, int, str], HistoryTracker] = LRUCache(
-            MAX_CONVERSATIONS
+            MAX_CONVERSATIONS, max_bytes=max_bytes, size=tracker_bytes
         )
         # Per conversation: the last system text with its index (see _system_text).
         self._system_texts: LRUCache[
             str, tuple[HistoryTracker, tuple[str, str, int, int], str, int]
-        ] = LRUCache(MAX_CONVERSATIONS)
+        ] = LRUCache(MAX_CONVERSATIONS, max_bytes=max_bytes, size=lambda v: 200 + len(v[2]))
 
     def plan(self, turn: WindowInput, session: Session, settings: WindowSettings) -> HistoryWindow:
         count = turn.counter.count
@@ -98,40 +126,46 @@ class WindowPlanner:
             return HistoryWindow(list(history), kept_tokens, turn.core)
         after_core = max(turn.budget_counted - count(turn.core) - overhead, 0)
         share = max(int(settings.history_share * after_core), 1)
-        tracker = self._tracker(turn, share, max(share // 2, 1), settings)
-        system_text, index_lines, index_tokens = turn.core, 0, 0
+        line_room = _line_room(share, settings)
+        tracker, resume, why = self._tracker(turn, share, line_room, settings, session)
+        system_text, index_lines, index_tokens, room = turn.core, 0, 0, None
         if settings.eviction_index and tracker.lines:
             room = _index_room(turn, tracker, after_core, settings, session)
             system_text, index_lines = self._system_text(turn, tracker, room)
             if index_lines:
                 index_tokens = count(system_text) - count(turn.core)
-        return _cut_for_turn(turn, tracker, system_text, index_lines, index_tokens, overhead)
+        _save_state(turn, tracker, session, room, line_room)
+        window = _cut_for_turn(turn, tracker, system_text, index_lines, index_tokens, overhead)
+        return replace(window, resume=resume if why is None else f"{resume}:{why}")
 
     def _tracker(
-        self, turn: WindowInput, share: int, chunk: int, settings: WindowSettings
-    ) -> HistoryTracker:
+        self,
+        turn: WindowInput,
+        share: int,
+        line_room: int,
+        settings: WindowSettings,
+        session: Session,
+    ) -> tuple[HistoryTracker, str, str | None]:
+        """The conversation's tracker, up to date, and whether it was kept, resumed or replayed."""
         counter, conversation = turn.counter, turn.conversation
-        key = (conversation, share, chunk, counter.name)
+        key = (conversation, share, max(share // 2, 1), counter.name)
         tracker = self._trackers.get(key)
+        resume, why = "in_process", None
         if tracker is None or not tracker.matches(turn.history):
-            tracker = HistoryTracker(
-                share,
-                chunk,
-                counter.count,
-                settings.message_overhead_tokens,
-                settings.keyframe_tokens,
-            )
+            tracker, why = _restore(turn, share, line_room, settings, session)
+            resume = "resumed" if why is None else "replayed"
             # One tracker per conversation: a new share or a rewritten history replaces it.
             self._trackers.discard_where(lambda k: k[0] == conversation)
-            self._trackers.put(key, tracker)
         tracker.update(
             turn.history,
-            "conversation_messages",
+            _FIELD,
             turn.image_tokens,
             turn.message_counts,
             new_session=turn.new_session,
         )
-        return tracker
+        tracker.forget_lines(line_room)
+        self._trackers.put(key, tracker)  # again: its size has changed
+        return tracker, resume, why
 
     def _system_text(
         self, turn: WindowInput, tracker: HistoryTracker, room: int
@@ -139,9 +173,9 @@ class WindowPlanner:
         """The core and the newest index lines that fit ``room``, and how many lines that is.
 
         Reused (the same string, its hash and token count already known) while the core, the
-        tracker's lines and the room stay as they were.
+        tracker's lines (which change only when the cut moves) and the room stay as they were.
         """
-        key = (turn.core, turn.counter.name, len(tracker.lines), room)
+        key = (turn.core, turn.counter.name, tracker.event_count, room)
         cached = self._system_texts.get(turn.conversation)
         if cached is not None and cached[0] is tracker and cached[1] == key:
             return cached[2], cached[3]
@@ -152,6 +186,70 @@ class WindowPlanner:
         lines = len(tracker.lines) - first if index else 0
         self._system_texts.put(turn.conversation, (tracker, key, text, lines))
         return text, lines
+
+
+def tracker_bytes(tracker: HistoryTracker) -> int:
+    """About how many bytes ``tracker`` holds (its own objects, not the messages' texts).
+
+    Per unit its bounds, count and key; per index line and passage their text and objects,
+    a passage's postings included; plus the statistics' fixed size.
+    """
+    stats = tracker.stats
+    fixed = stats.approx_bytes() if isinstance(stats, TermSketch) else 0
+    lines = sum(len(line.text) for line in tracker.lines)
+    return (
+        1_000
+        + fixed
+        + 250 * len(tracker.bounds)
+        + 150 * len(tracker.lines)
+        + lines
+        + (_PASSAGE_BYTES * len(tracker.passages))
+    )
+
+
+def _line_room(share: int, settings: WindowSettings) -> int:
+    """The largest index room any budget giving ``share`` can choose (see :func:`_index_room`).
+
+    Index lines that would not fit it are forgotten, by every worker alike.
+    """
+    return int(settings.index_share * (share + 1) / settings.history_share) + 1
+
+
+def _restore(
+    turn: WindowInput,
+    share: int,
+    line_room: int,
+    settings: WindowSettings,
+    session: Session,
+) -> tuple[HistoryTracker, str | None]:
+    """The tracker saved in the state store, or a new one and why the saved one was not used.
+
+    The reasons: ``"short"`` (at most :data:`SHORT_HISTORY_MESSAGES` messages: replaying them
+    costs less than a store read), ``"no_state"`` (nothing saved, or of another version), ``"invalid"`` (it failed
+    its checks: discarded with a StateStoreWarning), ``"settings"`` (saved for another share,
+    counter or option), ``"prefix"`` and ``"units"`` (see :func:`restore_tracker`).
+    """
+    counter = turn.counter
+    overhead, frame = settings.message_overhead_tokens, settings.keyframe_tokens
+    fresh = HistoryTracker(share, max(share // 2, 1), counter.count, overhead, frame)
+    if len(turn.history) <= SHORT_HISTORY_MESSAGES:
+        return fresh, "short"
+    saved = session.conversation_state.get("tracker")
+    if saved is None:
+        return fresh, "no_state"
+    try:
+        snapshot = read_snapshot(saved)
+    except ValueError as exc:
+        session.reject_conversation_state(f"its history snapshot is unusable: {exc}")
+        return fresh, "invalid"
+    wanted = (share, max(share // 2, 1), overhead, frame, line_room)
+    if snapshot.settings != wanted or snapshot.counter != counter.name:
+        return fresh, "settings"
+    version = turn.proof.version if turn.proof is not None else None
+    restored = restore_tracker(snapshot, turn.history, counter.count, version, _FIELD)
+    if isinstance(restored, str):
+        return fresh, restored
+    return restored, None
 
 
 def _index_room(
@@ -167,13 +265,13 @@ def _index_room(
     budget, between half of ``index_share`` and all of it.
     """
     stored = session.conversation_state
-    events = len(tracker.events)
+    events = tracker.event_count
     share_room = int(settings.index_share * after_core)
     if stored.get("room", 0) > share_room:  # no compile under this budget could have chosen it
         stored = session.reject_conversation_state(
             f"room {stored['room']} is above this budget's index share of {share_room} tokens"
         )
-    if stored.get("share") == tracker.share and stored.get("events") == events:
+    if "room" in stored and stored.get("share") == tracker.share and stored.get("events") == events:
         return int(stored["room"])
     count = turn.counter.count
     stats = CombinedStats(tracker.stats, TermStats(turn.offer_texts))
@@ -182,10 +280,46 @@ def _index_room(
         frame = keyframe(text, stats, count, settings.keyframe_tokens)
         keyframe_cost += count(frame if frame is not None else text) + 4
     leftover = after_core - tracker.kept_tokens - count(turn.end_text) - keyframe_cost
-    room = max(min(leftover, share_room), share_room // 2)
-    if stored.get("share") != tracker.share or int(stored.get("events", -1)) < events:
-        session.write_conversation_state({"share": tracker.share, "events": events, "room": room})
-    return room
+    return max(min(leftover, share_room), share_room // 2)
+
+
+def _save_state(
+    turn: WindowInput,
+    tracker: HistoryTracker,
+    session: Session,
+    room: int | None,
+    line_room: int,
+) -> None:
+    """Save the tracker with the index room when the cut has moved (or the share changed).
+
+    Not when the stored state is further along for this share: another worker got there first.
+    """
+    events = tracker.event_count
+    if not events:
+        return  # nothing cut yet: replaying is as cheap as restoring
+    stored = session.conversation_state
+    same_share = stored.get("share") == tracker.share
+    stored_events = int(stored.get("events", -1)) if same_share else -1
+    if stored_events > events or (stored_events == events and "tracker" in stored):
+        return
+    proof = turn.proof
+    value: dict[str, Any] = {
+        "share": tracker.share,
+        "events": events,
+        "tracker": snapshot_tracker(
+            tracker,
+            counter=turn.counter.name,
+            line_room=line_room,
+            messages=turn.history,
+            digest=proof.digest
+            if proof is not None and proof.length == len(turn.history)
+            else None,
+            version=proof.version if proof is not None else None,
+        ),
+    }
+    if room is not None:
+        value["room"] = room
+    session.write_conversation_state(value)
 
 
 def _cut_for_turn(

@@ -14,7 +14,7 @@ from membrane.state.protocol import decode_state, encode_state, state_version
 __all__ = ["DEFAULT_MAX_ENTRIES", "InMemoryStateStore"]
 
 #: Entries an :class:`InMemoryStateStore` keeps unless told otherwise (a conversation's entry is
-#: about a hundred bytes, so the default bound is a few megabytes at most).
+#: 6-12 KB once its history has been cut, so the default bound is about 100 MB at most).
 DEFAULT_MAX_ENTRIES = 10_000
 
 

@@ -6,7 +6,9 @@ Three algorithms, one module each, behind this facade:
   its incremental replay, which hands every dropped unit to the other two;
 - :mod:`._index`: the eviction index, one line per dropped message (:func:`index_digest`);
 - :mod:`._recall`: dropped passages scored against the turn and brought back
-  (:func:`select_passages`).
+  (:func:`select_passages`);
+- :mod:`._snapshot`: the tracker saved in the state store and restored from it
+  (:func:`restore_tracker`).
 
 How a message's shape is read (roles, tool calls, their results) lives in
 :mod:`membrane.messages`; the headers and the index block are :mod:`membrane.prompt_text`'s.
@@ -35,6 +37,12 @@ from membrane.stages.history._recall import (
     telling_words,
     window_cover,
 )
+from membrane.stages.history._snapshot import (
+    TrackerSnapshot,
+    read_snapshot,
+    restore_tracker,
+    snapshot_tracker,
+)
 
 __all__ = [
     "INDEX_HEADER",
@@ -47,14 +55,18 @@ __all__ = [
     "IndexLine",
     "Passage",
     "RecalledPassage",
+    "TrackerSnapshot",
     "WindowCover",
     "index_digest",
+    "read_snapshot",
     "recall_candidates",
     "recall_reason",
     "reference_cut",
     "render_index",
+    "restore_tracker",
     "select_index_lines",
     "select_passages",
+    "snapshot_tracker",
     "telling_words",
     "window_cover",
 ]

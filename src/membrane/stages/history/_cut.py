@@ -51,6 +51,7 @@ from membrane.stages.history._recall import (
 from membrane.stages.history._shared import Count
 from membrane.text.relevance import TermStats, content_word_set, content_words
 from membrane.text.sentences import split_sentences
+from membrane.text.sketch import TermSketch
 
 __all__ = ["CutEvent", "HistoryTracker", "reference_cut", "session_gap"]
 
@@ -120,6 +121,10 @@ class HistoryTracker:
     ``boundary``, ``session_tokens``, ``session_moves`` and ``mid_session_moves`` are the
     session state (see the module): the units before the last session boundary (-1: none
     yet), the tokens added since, and how many cut moves fell on a boundary or between two.
+
+    A tracker restored from the state store (:mod:`._snapshot`) knows the units before its cut
+    by their bounds only: their ``unit_tokens`` are 0 and their ``unit_keys`` empty (unit 0's
+    aside), and ``events`` lists only the cut events since, after ``resumed_events`` others.
     """
 
     share: int
@@ -141,7 +146,8 @@ class HistoryTracker:
     lines: list[IndexLine] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
     postings: Postings = field(default_factory=dict)
-    stats: TermStats = field(default_factory=TermStats)
+    stats: TermStats = field(default_factory=TermSketch)
+    resumed_events: int = 0
     # pid -> the passage recalled whole
     _recalled: dict[int, RecalledPassage] = field(default_factory=dict)
     _last_scores: tuple[tuple[str, int, int], dict[int, float]] | None = None
@@ -149,6 +155,11 @@ class HistoryTracker:
     @property
     def seen_messages(self) -> int:
         return self.bounds[-1][1] if self.bounds else 0
+
+    @property
+    def event_count(self) -> int:
+        """How many times the cut has moved since the conversation began."""
+        return self.resumed_events + len(self.events)
 
     def matches(self, messages: Sequence[Mapping[str, Any]]) -> bool:
         """True when the history this tracker saw is still the start of ``messages``.
@@ -249,22 +260,47 @@ class HistoryTracker:
 
     def _evict(self, unit: int, messages: Sequence[Mapping[str, Any]]) -> None:
         """Hand each message of a dropped unit to recall and, unless it only calls, the index."""
-        start, stop = self.bounds[unit]
-        span = messages[start:stop]
-        calls = tool_call_labels(span)
-        for offset, message in enumerate(span):
-            text = history_text(message)
-            if not text.strip():
-                continue
-            label = speaker_label(message, calls)
-            for passage in passages_of(unit, start + offset, label, text, self.count):
-                add_postings(self.postings, len(self.passages), passage)
-                self.passages.append(passage)
+        for message, label, text in self.add_passages(unit, messages):
             if is_call_stub(message):
                 continue
             line = index_line(unit, label, text, self.stats, self.count, self.keyframe_tokens)
             if line is not None:
                 self.lines.append(line)
+
+    def add_passages(
+        self, unit: int, messages: Sequence[Mapping[str, Any]], *, post: bool = True
+    ) -> list[tuple[Mapping[str, Any], str, str]]:
+        """Cut a dropped unit's messages into recall passages; returns each message with text,
+        its speaker label and its text (a restored tracker re-derives passages with this, and
+        ``post=False`` leaves their postings to be filled in per word, see ``_snapshot``)."""
+        start, stop = self.bounds[unit]
+        span = messages[start:stop]
+        calls = tool_call_labels(span)
+        spoken = []
+        for offset, message in enumerate(span):
+            text = history_text(message)
+            if not text.strip():
+                continue
+            label = speaker_label(message, calls)
+            for passage in passages_of(unit, start + offset, label, text):
+                if post:
+                    add_postings(self.postings, len(self.passages), passage)
+                self.passages.append(passage)
+            spoken.append((message, label, text))
+        return spoken
+
+    def forget_lines(self, room: int) -> None:
+        """Drop the index lines no room of at most ``room`` tokens could show again.
+
+        The index shows the newest lines that fit (:func:`._index.select_index_lines`), so a
+        line is kept while it and every newer one fit ``room``, each with its line break.
+        """
+        used, first = 0, len(self.lines)
+        while first > 0 and used + self.lines[first - 1].tokens + 1 <= room:
+            first -= 1
+            used += self.lines[first].tokens + 1
+        if first:
+            del self.lines[:first]
 
     def recalled(self, pid: int) -> RecalledPassage:
         """Passage ``pid`` recalled whole (its tokens count the line break after it)."""

@@ -12,6 +12,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from membrane.stages.history._cut import HistoryTracker
 
 __all__ = [
+    "MAX_POSTINGS_SCANNED",
     "PASSAGE_WORDS",
     "Passage",
     "Postings",
@@ -47,7 +49,7 @@ __all__ = [
 
 PASSAGE_WORDS = 60
 # Query words found in more passages than this are too common to tell passages apart.
-_MAX_POSTINGS_SCANNED = 128
+MAX_POSTINGS_SCANNED = 128
 _QUESTION_WEIGHT = 0.5
 _MESSAGE_CONTEXT_WEIGHT = 0.5
 # Recall looks at the best-scoring passages only, and stops when what is left of its room
@@ -66,13 +68,15 @@ Postings = dict[str, list[tuple[int, int, float]]]
 
 @dataclass(frozen=True, slots=True)
 class Passage:
-    """About sixty words of a dropped message, with what its scoring needs."""
+    """About sixty words of a dropped message, with what its scoring needs.
+
+    Not counted: a passage is counted (:func:`recalled_whole`) only when it is recalled.
+    """
 
     unit: int
     message: int
     role: str
     text: str
-    tokens: int
     sentences: tuple[str, ...]
 
 
@@ -101,7 +105,7 @@ class RecalledPassage:
     tokens: int
 
 
-def passages_of(unit: int, message: int, role: str, text: str, count: Count) -> list[Passage]:
+def passages_of(unit: int, message: int, role: str, text: str) -> list[Passage]:
     """``text`` cut into passages of whole sentences, about PASSAGE_WORDS words each."""
     out: list[Passage] = []
     bucket: list[str] = []
@@ -110,7 +114,7 @@ def passages_of(unit: int, message: int, role: str, text: str, count: Count) -> 
     def flush() -> None:
         if bucket:
             body = " ".join(bucket)
-            out.append(Passage(unit, message, role, body, count(body), tuple(bucket)))
+            out.append(Passage(unit, message, role, body, tuple(bucket)))
 
     for sentence in split_sentences(text):
         n = len(sentence.split())
@@ -120,7 +124,7 @@ def passages_of(unit: int, message: int, role: str, text: str, count: Count) -> 
             tokens = sentence.split()
             for i in range(0, len(tokens), PASSAGE_WORDS):
                 piece = " ".join(tokens[i : i + PASSAGE_WORDS])
-                out.append(Passage(unit, message, role, piece, count(piece), (piece,)))
+                out.append(Passage(unit, message, role, piece, (piece,)))
             continue
         if words and words + n > PASSAGE_WORDS * 1.5:
             flush()
@@ -139,14 +143,16 @@ def stated_words(sentences: Iterable[str]) -> dict[str, float]:
 
     A longer question (a request) states nothing: it asks for the answer, it does not hold it.
     """
-    weights: dict[str, float] = {}
+    statements: list[str] = []
+    questions: list[str] = []
     for sentence in sentences:
-        if is_request(sentence):
-            continue
-        weight = _QUESTION_WEIGHT if is_question(sentence) else 1.0
-        for w in content_words(sentence):
-            if weights.get(w, 0.0) < weight:
-                weights[w] = weight
+        if not is_question(sentence):
+            statements.append(sentence)
+        elif not is_request(sentence):
+            questions.append(sentence)
+    # Whole word lists at a time (most sentences state): the statements' weight wins.
+    weights = dict.fromkeys(chain.from_iterable(map(content_words, questions)), _QUESTION_WEIGHT)
+    weights.update(dict.fromkeys(chain.from_iterable(map(content_words, statements)), 1.0))
     return weights
 
 
@@ -219,7 +225,7 @@ def score_passages(
     context: dict[int, float] = {}
     for w, weight in telling_words(query, stats).items():
         posting = postings.get(w)
-        if posting and len(posting) <= _MAX_POSTINGS_SCANNED:
+        if posting and len(posting) <= MAX_POSTINGS_SCANNED:
             _gains(posting, weight, own, context)
     return {
         pid: score + _MESSAGE_CONTEXT_WEIGHT * context[passages[pid].message]

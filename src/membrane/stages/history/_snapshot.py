@@ -1,0 +1,323 @@
+"""What a tracker needs to continue a conversation exactly, as a small JSON value and back.
+
+A worker that has never seen a conversation restores its :class:`HistoryTracker` from this
+snapshot, saved in the conversation's state value, and replays only the messages after it.
+Nothing in it grows with the number of messages:
+
+- the cut: where it is, the bounds and token counts of the kept units, the kept and total
+  tokens, how many cut events there were and the last ones (those made on reaching the same
+  message, which a session boundary there reclassifies);
+- the session state: the last boundary, the tokens since, the moves on and between boundaries;
+- the index lines some room could still show (:meth:`HistoryTracker.forget_lines`);
+- the rarity statistics, a fixed-size sketch (:class:`membrane.text.sketch.TermSketch`);
+- the proof of what it describes: the digest of the messages it has seen
+  (:func:`membrane.messages.prefix_digest`) and the caller's ``history_version``, if any.
+
+Recall's passages are not in it: they are cut again from the caller's messages, which
+arrive with every call. A snapshot that fails its checks raises ``ValueError`` (the caller
+discards it, as any bad store value). The state value's format ``version``
+(:data:`membrane.state.STATE_FORMAT_VERSION`) covers the snapshot too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+from membrane.errors import InvalidInputError
+from membrane.messages import HistoryVersion, group_units, prefix_digest
+from membrane.stages.history._cut import CutEvent, HistoryTracker, _unit_key
+from membrane.stages.history._index import IndexLine
+from membrane.stages.history._recall import MAX_POSTINGS_SCANNED, Passage, stated_words
+from membrane.stages.history._shared import Count
+from membrane.text.sketch import TermSketch
+
+__all__ = [
+    "RestoredPostings",
+    "TrackerSnapshot",
+    "read_snapshot",
+    "restore_tracker",
+    "snapshot_tracker",
+]
+
+_SETTINGS = ("share", "chunk", "overhead", "keyframe_tokens", "line_room")
+_COUNTS = ("seen", "units", "cut", "kept_tokens", "total_tokens", "events", "documents")
+_SESSION = ("session_tokens", "session_moves", "mid_session_moves")
+
+
+@dataclass(frozen=True, slots=True)
+class TrackerSnapshot:
+    """A decoded snapshot (see the module); ``kept`` holds ``(start, stop, tokens)``."""
+
+    settings: tuple[int, ...]
+    counter: str
+    seen: int
+    units: int
+    cut: int
+    kept_tokens: int
+    total_tokens: int
+    events: int
+    last_events: tuple[CutEvent, ...]
+    boundary: int
+    session: tuple[int, int, int]
+    kept: tuple[tuple[int, int, int], ...]
+    lines: tuple[IndexLine, ...]
+    stats: TermSketch
+    digest: str | None
+    version: HistoryVersion | None
+
+
+def snapshot_tracker(
+    tracker: HistoryTracker,
+    *,
+    counter: str,
+    line_room: int,
+    messages: Sequence[Mapping[str, Any]],
+    digest: bytes | None,
+    version: HistoryVersion | None,
+) -> dict[str, Any]:
+    """The JSON value of ``tracker``, which has seen all of ``messages``.
+
+    ``digest`` is the digest of ``messages`` when the compile has it already; without it
+    (a caller passing ``history_version=``) it is computed here.
+    """
+    if digest is None:
+        digest = prefix_digest(messages, len(messages))
+    cut = tracker.cut
+    stats = tracker.stats
+    if not isinstance(stats, TermSketch):
+        raise TypeError("only a tracker with a TermSketch can be saved")
+    return {
+        "share": tracker.share,
+        "chunk": tracker.chunk,
+        "overhead": tracker.overhead,
+        "keyframe_tokens": tracker.keyframe_tokens,
+        "line_room": line_room,
+        "counter": counter,
+        "seen": tracker.seen_messages,
+        "units": len(tracker.bounds),
+        "cut": cut,
+        "kept_tokens": tracker.kept_tokens,
+        "total_tokens": tracker.total_tokens,
+        "events": tracker.event_count,
+        "last_events": [[e.seen, e.cut] for e in _last_events(tracker.events)],
+        "boundary": tracker.boundary,
+        "session_tokens": tracker.session_tokens,
+        "session_moves": tracker.session_moves,
+        "mid_session_moves": tracker.mid_session_moves,
+        "kept": [
+            [start, stop, tokens]
+            for (start, stop), tokens in zip(
+                tracker.bounds[cut:], tracker.unit_tokens[cut:], strict=True
+            )
+        ],
+        "lines": [[line.unit, line.text, line.tokens] for line in tracker.lines],
+        "documents": stats.documents,
+        "df": stats.to_text(),
+        "digest": None if digest is None else digest.hex(),
+        "version": version,
+    }
+
+
+def _last_events(events: Sequence[CutEvent]) -> list[CutEvent]:
+    """The trailing events made on reaching the same message as the last one."""
+    tail = len(events)
+    while tail > 0 and events[tail - 1].seen == events[-1].seen:
+        tail -= 1
+    return list(events[tail:])
+
+
+def _count(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**53:
+        raise ValueError(f"{name} must be a non-negative int")
+    return value
+
+
+def _triples(value: object, name: str) -> list[list[object]]:
+    if not isinstance(value, list) or not all(
+        isinstance(row, list) and len(row) == 3 for row in value
+    ):
+        raise ValueError(f"{name} must be a list of three-item lists")
+    return value
+
+
+def read_snapshot(value: object) -> TrackerSnapshot:
+    """The snapshot in ``value``, checked; ``ValueError`` says what is wrong with it."""
+    if not isinstance(value, dict):
+        raise ValueError("the history snapshot is not a JSON object")
+    settings = tuple(_count(value.get(name), name) for name in _SETTINGS)
+    seen, units, cut, kept_tokens, total_tokens, events, documents = (
+        _count(value.get(name), name) for name in _COUNTS
+    )
+    session_tokens, session_moves, mid_session_moves = (
+        _count(value.get(name), name) for name in _SESSION
+    )
+    boundary = value.get("boundary")
+    if boundary != -1:
+        boundary = _count(boundary, "boundary")
+    last_events = value.get("last_events")
+    if not isinstance(last_events, list) or not all(
+        isinstance(row, list) and len(row) == 2 for row in last_events
+    ):
+        raise ValueError("last_events must be a list of two-item lists")
+    last = tuple(
+        CutEvent(_count(a, "last_events"), _count(b, "last_events")) for a, b in last_events
+    )
+    counter, digest, version = value.get("counter"), value.get("digest"), value.get("version")
+    if not isinstance(counter, str):
+        raise ValueError("counter must be a str")
+    if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
+        raise ValueError("digest must be 64 hex digits or null")
+    if version is not None and not isinstance(version, str):
+        version = _count(version, "version")
+    kept = tuple(
+        (_count(a, "kept"), _count(b, "kept"), _count(t, "kept"))
+        for a, b, t in _triples(value.get("kept"), "kept")
+    )
+    lines = []
+    for unit, text, tokens in _triples(value.get("lines"), "lines"):
+        if not isinstance(text, str):
+            raise ValueError("an index line's text must be a str")
+        lines.append(IndexLine(_count(unit, "lines"), text, _count(tokens, "lines")))
+    sketch = value.get("df")
+    if not isinstance(sketch, str):
+        raise ValueError("df must be a str")
+    bounds_ok = all(a < b for a, b, _ in kept) and all(x[1] == y[0] for x, y in pairwise(kept))
+    if not (
+        cut <= units <= seen
+        and len(kept) == units - cut
+        and bounds_ok
+        and (not kept or kept[-1][1] == seen)
+        and sum(t for _, _, t in kept) == kept_tokens <= total_tokens
+        and all(line.unit < cut for line in lines)
+        and boundary <= units
+        and len(last) <= events
+        and all(e.seen <= units and e.cut <= cut for e in last)
+    ):
+        raise ValueError("its cut, units and kept tokens do not agree")
+    return TrackerSnapshot(
+        settings=settings,
+        counter=counter,
+        seen=seen,
+        units=units,
+        cut=cut,
+        kept_tokens=kept_tokens,
+        total_tokens=total_tokens,
+        events=events,
+        last_events=last,
+        boundary=boundary,
+        session=(session_tokens, session_moves, mid_session_moves),
+        kept=kept,
+        lines=tuple(lines),
+        stats=TermSketch.from_text(sketch, documents),
+        digest=digest,
+        version=version,
+    )
+
+
+def _vouched(stored: HistoryVersion | None, version: HistoryVersion | None) -> bool:
+    """The caller's ``history_version`` says the history only grew since the snapshot's."""
+    if stored is None or version is None or type(stored) is not type(version):
+        return False
+    return version == stored or (isinstance(version, int) and version > stored)  # type: ignore[operator]
+
+
+def restore_tracker(
+    snapshot: TrackerSnapshot,
+    messages: Sequence[Mapping[str, Any]],
+    count: Count,
+    version: HistoryVersion | None,
+    field_name: str,
+) -> HistoryTracker | str:
+    """The tracker ``snapshot`` describes, for ``messages``; or why it does not describe them.
+
+    The reasons: ``"prefix"`` (the messages do not start with what it saw, by digest or
+    ``history_version``) and ``"units"`` (they do, but group into other units).
+    """
+    seen = snapshot.seen
+    if seen > len(messages):
+        return "prefix"
+    if not _vouched(snapshot.version, version):
+        digest = prefix_digest(messages, seen)
+        if digest is None or snapshot.digest is None or digest.hex() != snapshot.digest:
+            return "prefix"
+    try:
+        bounds = [(u.start, u.stop) for u in group_units(messages[:seen], field=field_name)]
+    except InvalidInputError:  # the snapshot ends inside a tool call's results
+        return "units"
+    if len(bounds) != snapshot.units or bounds[snapshot.cut :] != [
+        (a, b) for a, b, _ in snapshot.kept
+    ]:
+        return "units"
+    share, chunk, overhead, keyframe_tokens, _ = snapshot.settings
+    tracker = HistoryTracker(share, chunk, count, overhead, keyframe_tokens)
+    cut = snapshot.cut
+    tracker.bounds = bounds
+    tracker.unit_tokens = [0] * cut + [t for _, _, t in snapshot.kept]
+    tracker.unit_keys = [
+        _unit_key(messages[a:b]) if u == 0 or u >= cut else () for u, (a, b) in enumerate(bounds)
+    ]
+    tracker.cut = cut
+    tracker.kept_tokens = snapshot.kept_tokens
+    tracker.total_tokens = snapshot.total_tokens
+    tracker.events = list(snapshot.last_events)
+    tracker.resumed_events = snapshot.events - len(snapshot.last_events)
+    tracker.boundary = snapshot.boundary
+    tracker.session_tokens, tracker.session_moves, tracker.mid_session_moves = snapshot.session
+    tracker.lines = list(snapshot.lines)
+    tracker.stats = snapshot.stats
+    for unit in range(cut):
+        tracker.add_passages(unit, messages, post=False)
+    tracker.postings = RestoredPostings(tracker.passages, len(tracker.passages))
+    return tracker
+
+
+class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
+    """A restored tracker's postings: those of its re-derived passages are found per word.
+
+    Recall looks up a turn's few most telling words, so filing every word of every dropped
+    passage (most of a fresh worker's first compile) is put off: the first lookup of a word
+    reads the passages whose text contains it (a passage with non-ASCII text always, as its
+    words are lower-cased one by one) and puts their entries before those of passages dropped
+    since. The entries are those :func:`._recall.add_postings` would have made, except that
+    a word stated by more re-derived passages than recall ever scans keeps only the first of
+    them past that limit (recall skips it either way).
+    """
+
+    def __init__(self, passages: Sequence[Passage], restored: int) -> None:
+        super().__init__()
+        self._passages = passages
+        self._restored = restored
+        self._looked_up: set[str] = set()
+        self._lowered: list[str | None] | None = None
+        self._stated: dict[int, dict[str, float]] = {}
+
+    def get(self, word: str, default: Any = None) -> Any:
+        if word not in self._looked_up:
+            self._looked_up.add(word)
+            early = self._find(word)
+            if early:
+                self[word] = early + super().get(word, [])
+        return super().get(word, default)
+
+    def _find(self, word: str) -> list[tuple[int, int, float]]:
+        if self._lowered is None:
+            self._lowered = [
+                p.text.lower() if p.text.isascii() else None
+                for p in self._passages[: self._restored]
+            ]
+        found = []
+        for pid, lowered in enumerate(self._lowered):
+            if lowered is not None and word not in lowered:
+                continue
+            stated = self._stated.get(pid)
+            if stated is None:
+                stated = self._stated[pid] = stated_words(self._passages[pid].sentences)
+            weight = stated.get(word)
+            if weight is not None:
+                found.append((pid, self._passages[pid].message, weight))
+                if len(found) > MAX_POSTINGS_SCANNED:
+                    break
+        return found

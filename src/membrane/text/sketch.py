@@ -1,0 +1,110 @@
+"""Document frequencies in a fixed number of bytes, however many words a conversation uses.
+
+A conversation's statistics are saved with its state (``stages.history._snapshot``), so they
+must not grow with its vocabulary. :class:`TermSketch` is a count-min sketch: each word adds
+one to a counter in each of two rows of :data:`SKETCH_WIDTH` counters, chosen by a hash that is
+the same in every process, and a word's document frequency is the smaller of its two
+counters. Updates are conservative (only the counters at that minimum move), so a count is
+never below the true one and is exact unless both of the word's counters are shared with
+other words; with a few thousand distinct words that happens to a handful. Counters stop at
+65,535 documents.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import hashlib
+import math
+import sys
+import zlib
+from array import array
+from collections.abc import Iterable
+
+from membrane.text.relevance import TermStats, content_words
+
+__all__ = ["SKETCH_WIDTH", "TermSketch"]
+
+#: Counters per row. Two rows of 8,192 16-bit counters: 32 KiB in memory, a few KiB stored.
+SKETCH_WIDTH = 8192
+_ROWS = 2
+_MAX_COUNT = 0xFFFF
+_RAW_BYTES = 2 * _ROWS * SKETCH_WIDTH
+
+
+@functools.lru_cache(maxsize=65_536)
+def _buckets(word: str) -> tuple[int, int]:
+    """The word's counter in each row (BLAKE2b: Python's own str hash differs per process)."""
+    h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+    return (h & 0xFFFFFFFF) % SKETCH_WIDTH, SKETCH_WIDTH + (h >> 32) % SKETCH_WIDTH
+
+
+class TermSketch(TermStats):
+    """:class:`TermStats` in a fixed-size count-min sketch (see the module)."""
+
+    __slots__ = ("_counts",)
+
+    def __init__(self, documents: Iterable[str] = ()) -> None:
+        self._counts = array("H", bytes(_RAW_BYTES))
+        super().__init__(documents)
+
+    def add(self, document: str) -> None:
+        self.add_words(content_words(document))
+
+    def add_words(self, words: Iterable[str]) -> None:
+        counts = self._counts
+        for word in words if isinstance(words, (set, frozenset)) else set(words):
+            a, b = _buckets(word)
+            low = min(counts[a], counts[b])
+            if low < _MAX_COUNT:
+                if counts[a] == low:
+                    counts[a] = low + 1
+                if counts[b] == low:
+                    counts[b] = low + 1
+        self.documents += 1
+
+    def df(self, word: str) -> int:
+        a, b = _buckets(word)
+        return min(self._counts[a], self._counts[b])
+
+    def min_df(self, words: Iterable[str]) -> int | None:
+        return min(map(self.df, words), default=None)
+
+    def idf(self, word: str) -> float:
+        return math.log((self.documents + 1) / (self.df(word) + 0.5)) + 0.1
+
+    def idfs(self, words: Iterable[str]) -> list[float]:
+        n, df, log = self.documents + 1, self.df, math.log
+        return [log(n / (df(w) + 0.5)) + 0.1 for w in words]
+
+    def approx_bytes(self) -> int:
+        """Memory held, about: the counters."""
+        return _RAW_BYTES + 100
+
+    def to_text(self) -> str:
+        """The counters, little-endian, deflated and in base64 (a few KiB)."""
+        counts = array("H", self._counts)
+        if sys.byteorder == "big":
+            counts.byteswap()
+        return base64.b64encode(zlib.compress(counts.tobytes(), 6)).decode("ascii")
+
+    @classmethod
+    def from_text(cls, text: str, documents: int) -> TermSketch:
+        """The sketch :meth:`to_text` wrote; ``ValueError`` for anything else."""
+        try:
+            raw = zlib.decompressobj().decompress(
+                base64.b64decode(text, validate=True), _RAW_BYTES + 1
+            )
+        except (binascii.Error, zlib.error) as exc:
+            raise ValueError(f"the term sketch cannot be decoded ({exc})") from exc
+        if len(raw) != _RAW_BYTES:
+            raise ValueError(f"the term sketch holds {len(raw)} bytes, expected {_RAW_BYTES}")
+        sketch = cls()
+        sketch._counts = array("H", raw)
+        if sys.byteorder == "big":
+            sketch._counts.byteswap()
+        if max(sketch._counts) > documents:
+            raise ValueError("a term sketch counter is above its number of documents")
+        sketch.documents = documents
+        return sketch

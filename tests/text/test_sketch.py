@@ -1,0 +1,62 @@
+"""The term sketch: never under the exact document frequency, and a faithful round trip."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from membrane.text.relevance import TermStats
+from membrane.text.sketch import TermSketch
+
+WORDS = st.text(alphabet="abcdefghij", min_size=3, max_size=8)
+DOCUMENTS = st.lists(st.lists(WORDS, max_size=12), max_size=30)
+
+
+def _both(documents: list[list[str]]) -> tuple[TermStats, TermSketch]:
+    exact, sketch = TermStats(), TermSketch()
+    for words in documents:
+        exact.add_words(words)
+        sketch.add_words(words)
+    return exact, sketch
+
+
+def test_the_sketch_overrides_every_reading_method() -> None:
+    # A method left to the base class would read its (empty) exact counts.
+    public = {name for name, _ in inspect.getmembers(TermStats, inspect.isfunction)}
+    public = {name for name in public if not name.startswith("_")}
+    assert public <= set(vars(TermSketch)), public - set(vars(TermSketch))
+
+
+@given(DOCUMENTS, st.lists(WORDS, max_size=10))
+def test_the_sketch_never_reads_below_the_exact_count(
+    documents: list[list[str]], probe: list[str]
+) -> None:
+    exact, sketch = _both(documents)
+    assert sketch.documents == exact.documents
+    words = sorted({w for doc in documents for w in doc} | set(probe))
+    for word in words:
+        assert sketch.df(word) >= exact.df(word)
+    assert sketch.min_df(words) == min((sketch.df(w) for w in words), default=None)
+    assert sketch.idfs(words) == [sketch.idf(w) for w in words]
+    for word in words:
+        expected = math.log((sketch.documents + 1) / (sketch.df(word) + 0.5)) + 0.1
+        assert sketch.idf(word) == pytest.approx(expected)
+
+
+@given(DOCUMENTS)
+def test_a_sketch_survives_its_text_form(documents: list[list[str]]) -> None:
+    _, sketch = _both(documents)
+    again = TermSketch.from_text(sketch.to_text(), sketch.documents)
+    words = {w for doc in documents for w in doc}
+    assert [again.df(w) for w in sorted(words)] == [sketch.df(w) for w in sorted(words)]
+    assert again.to_text() == sketch.to_text()
+
+
+@pytest.mark.parametrize("text", ["not base64!", "", "AAAA"])
+def test_a_damaged_text_form_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="term sketch"):
+        TermSketch.from_text(text, 3)
