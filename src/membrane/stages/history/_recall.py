@@ -20,8 +20,9 @@ from membrane.text.relevance import (
     content_words,
     query_weights,
     rank_fusion,
+    stem,
 )
-from membrane.text.sentences import is_question, split_sentences
+from membrane.text.sentences import depends_on_previous, is_question, split_sentences
 
 if TYPE_CHECKING:
     from membrane.stages.history._cut import HistoryTracker
@@ -80,13 +81,19 @@ class WindowCover:
 
     ``telling`` maps the query's telling words to their weights; ``held`` lists, for each
     kept message stating some of them, those words with their sentence weights (as a
-    passage's postings weigh them). A dropped message adds to the window what it states of
-    the telling words beyond the kept message sharing the most of them (and at least
-    ``_MIN_HELD_WORDS``).
+    passage's postings weigh them). A kept message *holds* a dropped one's words only when
+    they share at least ``_MIN_HELD_WORDS`` telling words.
+
+    For a turn that asks nothing (``asks`` false), a dropped message adds to the window what
+    it states of the telling words beyond the kept message holding the most of them. For a
+    question, the window answers it as well as the best kept message stating at least
+    ``_MIN_HELD_WORDS`` telling words does, and a dropped message adds something only when it
+    scores higher than that message.
     """
 
     telling: Mapping[str, float]
     held: tuple[frozenset[tuple[str, float]], ...]
+    asks: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,20 +139,35 @@ def passages_of(unit: int, message: int, role: str, text: str, count: Count) -> 
     return out
 
 
-def stated_words(sentences: Iterable[str]) -> dict[str, float]:
-    """Each content word ``sentences`` state, weighing 1, or half when only a question has it.
+def stated_words(sentences: Sequence[str]) -> dict[str, float]:
+    """Each content word ``sentences`` state (by its :func:`stem`), weighing 1, or half when
+    only a question has it.
 
     A longer question (a request) states nothing: it asks for the answer, it does not hold it.
+    A sentence that a short question after it leans on ("The tool listed the code for Kelp
+    Labs. Which value was it?") is part of that question and weighs as it does.
     """
     weights: dict[str, float] = {}
-    for sentence in sentences:
+    for i, sentence in enumerate(sentences):
         if is_request(sentence):
             continue
-        weight = _QUESTION_WEIGHT if is_question(sentence) else 1.0
-        for w in content_words(sentence):
+        if is_question(sentence):
+            weight = _QUESTION_WEIGHT
+        elif i + 1 < len(sentences) and _asks_about(sentences[i + 1]):
+            if is_request(sentences[i + 1]):
+                continue
+            weight = _QUESTION_WEIGHT
+        else:
+            weight = 1.0
+        for w in map(stem, content_words(sentence)):
             if weights.get(w, 0.0) < weight:
                 weights[w] = weight
     return weights
+
+
+def _asks_about(sentence: str) -> bool:
+    """A question that leans on the sentence before it (as :func:`asked_text` reads it)."""
+    return is_question(sentence) and depends_on_previous(sentence)
 
 
 def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
@@ -183,11 +205,19 @@ def _gains(
 
 
 def telling_words(query: str, stats: TermStats) -> dict[str, float]:
-    """The query's most telling words, most telling first, each with its weight times rarity."""
+    """The query's most telling words (stems), most telling first, each with weight times rarity.
+
+    A word's rarity is that of the form the query writes; forms that share a stem keep the
+    largest weight.
+    """
     weights = query_weights(query)
     rarity = stats.idfs(weights)
+    stems: dict[str, float] = {}
+    for (w, q), r in zip(weights.items(), rarity, strict=True):
+        key = stem(w)
+        stems[key] = max(stems.get(key, 0.0), q * r)
     # Most telling first: by weight, then by word (negated, so plain tuple order does it).
-    ranked = sorted([(-(q * r), w) for (w, q), r in zip(weights.items(), rarity, strict=True)])
+    ranked = sorted([(-weight, w) for w, weight in stems.items()])
     return {w: -negated for negated, w in ranked[:_MAX_QUERY_WORDS]}
 
 
@@ -213,8 +243,13 @@ def score_passages(
     }
 
 
-def window_cover(texts: Iterable[str], query: str, stats: TermStats) -> WindowCover:
-    """The query's telling words, and which of them each of ``texts`` (kept messages) states."""
+def window_cover(
+    texts: Iterable[str], query: str, stats: TermStats, *, asks: bool = False
+) -> WindowCover:
+    """The query's telling words, and which of them each of ``texts`` (kept messages) states.
+
+    ``asks``: the query asks a question (see :class:`WindowCover`).
+    """
     telling = telling_words(query, stats)
     held: dict[frozenset[tuple[str, float]], None] = {}
     for text in texts:
@@ -222,7 +257,7 @@ def window_cover(texts: Iterable[str], query: str, stats: TermStats) -> WindowCo
         found = frozenset((w, stated[w]) for w in telling if w in stated)
         if found:
             held[found] = None
-    return WindowCover(telling, tuple(held))
+    return WindowCover(telling, tuple(held), asks)
 
 
 def _gain(stated: Mapping[str, float], cover: WindowCover) -> float:
@@ -236,6 +271,20 @@ def _gain(stated: Mapping[str, float], cover: WindowCover) -> float:
             overlap = math.fsum(min(shared.get(w, 0.0), weights[w] * h) for w, h in held)
             best = max(best, overlap)
     return math.fsum(shared.values()) - best
+
+
+def _answered(cover: WindowCover) -> float:
+    """The score of the best kept message sharing at least ``_MIN_HELD_WORDS`` telling words
+    with the query (minus infinity when none does): how well the window answers it."""
+    weights = cover.telling
+    return max(
+        (
+            math.fsum(weights[w] * h for w, h in sorted(held))
+            for held in cover.held
+            if len(held) >= _MIN_HELD_WORDS
+        ),
+        default=-math.inf,
+    )
 
 
 def _needed(
@@ -258,6 +307,13 @@ def _needed(
         message = by_message.setdefault(passages[pid].message, {})
         for w in telling.keys() & stated.keys():
             message[w] = max(message.get(w, 0.0), stated[w])
+    if cover.asks:
+        answered = _answered(cover)
+        gains = {
+            m: math.fsum(telling[w] * h for w, h in sorted(stated.items())) - answered
+            for m, stated in by_message.items()
+        }
+        return {pid: s for pid, s in scores.items() if gains[passages[pid].message] > 0.0}
     gains = {message: _gain(stated, cover) for message, stated in by_message.items()}
     return {pid: s for pid, s in scores.items() if gains[passages[pid].message] >= min_score}
 
@@ -268,18 +324,22 @@ def recall_reason(
     """Why recall has passages to offer ``query``: ``"needed"``, or why not.
 
     ``"no_match"``: no dropped passage shares enough telling words with the query;
-    ``"window_holds"``: those that do add nothing the kept window lacks.
+    ``"window_holds"``: those that do add nothing the kept window lacks (a turn that asks
+    nothing); ``"window_answers"``: none of them matches a question better than a kept
+    message does.
     """
     if _needed(tracker, query, cover, min_score):
         return "needed"
     scores = tracker.score_passages(query)
-    return "window_holds" if scores and max(scores.values()) >= min_score else "no_match"
+    if not scores or max(scores.values()) < min_score:
+        return "no_match"
+    return "window_answers" if cover is not None and cover.asks else "window_holds"
 
 
-def _best_sentence(passage: Passage, weights: Mapping[str, float], stats: TermStats) -> str:
+def _best_sentence(passage: Passage, telling: Mapping[str, float]) -> str:
     def score(sentence: str) -> float:
-        shared = weights.keys() & set(content_words(sentence))
-        return math.fsum(weights[w] * stats.idf(w) for w in shared)  # order-free, see keyframes
+        shared = telling.keys() & set(map(stem, content_words(sentence)))
+        return math.fsum(telling[w] for w in shared)  # order-free, see keyframes
 
     return max(passage.sentences, key=score)
 
@@ -353,7 +413,7 @@ def select_passages(
         if order is not None:
             allowed = set(ranked)
             ranked = rank_fusion([ranked, [p for p in order if p in allowed]])
-    weights = query_weights(query)
+    telling = telling_words(query, tracker.stats)
     chosen: list[RecalledPassage] = []
     used = 0
     for pid in ranked[:_MAX_RECALL_CANDIDATES]:
@@ -362,7 +422,7 @@ def select_passages(
         recalled = tracker.recalled(pid)
         if used + recalled.tokens > budget:
             passage = tracker.passages[pid]
-            sentence = _best_sentence(passage, weights, tracker.stats)
+            sentence = _best_sentence(passage, telling)
             line = recalled_line(passage.role, f"… {sentence} …")
             recalled = RecalledPassage(pid, passage.role, line, count(line) + 1)
             if used + recalled.tokens > budget:
