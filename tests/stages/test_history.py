@@ -22,7 +22,7 @@ from membrane.stages.history import (
     window_cover,
 )
 from membrane.stages.history._cut import _sentence_words
-from membrane.text.relevance import TermStats, content_words, query_weights
+from membrane.text.relevance import TermStats, content_words, query_weights, stem
 from membrane.tokenizers import count_tokens
 from tests.strategies import WORDS, conversations
 
@@ -633,8 +633,8 @@ _DEPOT_STATEMENT = "I am sending the parcel to the Osaka depot, trace code inclu
         (False, _DEPOT_STATEMENT, "recalled", True),
         # The window restates the fact: a turn that asks nothing recalls nothing more ...
         (True, _DEPOT_STATEMENT, "window_holds", False),
-        # ... while a question still recalls (word cover misjudges a question's evidence).
-        (True, _DEPOT_QUESTION, "recalled", True),
+        # ... and neither does a question the restatement answers as well as the original.
+        (True, _DEPOT_QUESTION, "window_answers", False),
         (False, "Which violin did the orchestra tune?", "no_match", False),
     ],
 )
@@ -680,6 +680,39 @@ def test_window_cover_lists_the_telling_words_each_kept_text_holds(
     telling = telling_words(question, stats)
     assert cover.telling == telling
     # The texts are statements, so each word they hold weighs 1.
-    expected = {frozenset((w, 1.0) for w in telling if w in content_words(text)) for text in kept}
+    expected = {
+        frozenset((w, 1.0) for w in telling if w in map(stem, content_words(text))) for text in kept
+    }
     assert set(cover.held) == expected - {frozenset()}
     assert len(cover.held) == len(set(cover.held))
+
+
+def _music_chat(restated: bool) -> list[dict[str, Any]]:
+    """The band is said first, then long filler; ``restated`` says it again near the end."""
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "I have been listening to Radiohead on repeat all week."},
+        {"role": "assistant", "content": "Nice."},
+    ]
+    for i in range(30):
+        history.append({"role": "user", "content": f"Weather note {i}: " + "cloudy skies " * 30})
+        history.append({"role": "assistant", "content": f"Reply {i}: " + "understood " * 20})
+    if restated:
+        history.append({"role": "user", "content": "Still listening to Radiohead on repeat."})
+        history.append({"role": "assistant", "content": "Thanks."})
+    return history
+
+
+@pytest.mark.parametrize(("restated", "reason"), [(False, "recalled"), (True, "window_answers")])
+def test_a_question_finds_another_form_of_its_word_and_is_checked_against_the_window(
+    restated: bool, reason: str
+) -> None:
+    # "listen" finds "listening" (stemming); a kept message stating the same two telling
+    # words answers the question as well as the dropped one, so nothing is recalled then.
+    compiler = ContextCompiler(1500, core_content="Assistant.", token_scale=1.0)
+    question = "Who does Omar listen to on repeat?"
+    result = compiler.compile([], question, conversation_messages=_music_chat(restated))
+    md = result.metadata
+    assert md["history_messages_dropped"] > 0
+    assert md["history_recall_reason"] == reason
+    tail = result.messages[-1]["content"]
+    assert ("listening to Radiohead on repeat all week" in tail) is (not restated)

@@ -207,3 +207,22 @@ def test_lru_cache_is_bounded_by_bytes() -> None:
     assert len(cache) == 1 and cache.get("b") == "y" * 50
     cache.discard_where(lambda k: True)
     assert cache.total_bytes == 0
+
+
+def test_a_resumed_worker_recalls_by_stem_as_the_worker_that_saw_every_turn() -> None:
+    # "cities" finds "city" only by its stem, "citi", which "city" does not contain.
+    history = [
+        {"role": "user", "content": "Porto was the only city we saw."},
+        {"role": "assistant", "content": "Noted."},
+        *_long_history(60),
+    ]
+    store = InMemoryStateStore()
+    seen = _compiler(store, 600)
+    seen.compile([], "And now?", conversation_messages=history, conversation_id="c")
+    kept = seen.compile([], "Which cities?", conversation_messages=history, conversation_id="c")
+    fresh = _compiler(store, 600).compile(
+        [], "Which cities?", conversation_messages=history, conversation_id="c"
+    )
+    assert fresh.metadata["history_resume"] == "resumed"
+    assert kept.metadata["history_messages_recalled"] == 1
+    assert fresh.messages == kept.messages

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,6 +16,7 @@ from membrane.text.relevance import (
     content_words,
     lexical_scores,
     rank_fusion,
+    stem,
 )
 
 
@@ -111,3 +113,39 @@ def test_marked_words_are_the_names_codes_and_numbers_after_the_first_word() -> 
     assert marked_words(sentence) == ("health", "lf79-3g", "12", "may")
     assert marked_words("all lower case here, nothing marked") == ()
     assert marked_words("Yes, I'm sure I've seen it, as I said.") == ()  # the speaker, not a name
+
+
+@pytest.mark.parametrize(
+    "forms",
+    [
+        ("listen", "listens", "listening", "listened"),
+        ("city", "cities"),
+        ("run", "runs", "running"),
+        ("move", "moving", "moved", "moves"),
+        ("try", "tries", "tried"),
+        ("fall", "falling", "falls"),
+        ("omar", "omar's", "omar’s"),
+    ],
+)
+def test_stem_gives_the_forms_of_one_word_one_key(forms: tuple[str, ...]) -> None:
+    assert len({stem(form) for form in forms}) == 1
+
+
+@pytest.mark.parametrize("word", ["pt-5531", "kf2848", "bus", "gas", "x", "ox"])
+def test_stem_leaves_codes_and_short_words_alone(word: str) -> None:
+    assert stem(word) == word
+
+
+@given(st.from_regex(r"[a-z]{1,12}", fullmatch=True))
+def test_stem_is_a_non_empty_prefix_up_to_its_last_letter(word: str) -> None:
+    # Stripping only shortens a word; the one letter it may change is y, written as i.
+    key = stem(word)
+    assert key
+    assert word.startswith(key[:-1])
+    assert len(key) <= len(word)
+
+
+@given(st.text(alphabet="abcdefghiklmnoprstuy'’", min_size=1, max_size=14))
+def test_a_stem_is_its_word_but_for_the_last_letter(word: str) -> None:
+    # Restored recall postings find a stem's passages by this (stages.history._snapshot).
+    assert stem(word)[:-1] in word

@@ -160,7 +160,9 @@ def _recall_need(
     """Whether recall has anything to add to the kept window, and what the window holds.
 
     The reason is None when recall is off or nothing was dropped; otherwise ``"needed"``,
-    ``"no_match"`` or ``"window_holds"`` (see :func:`recall_reason`).
+    ``"no_match"``, ``"window_holds"`` or ``"window_answers"`` (see :func:`recall_reason`).
+    Every turn is checked: a question against the best kept message sharing two telling words
+    with it, a turn that asks nothing against what each kept message states.
     """
     tracker = window.tracker
     if not settings.recall_evicted_history or tracker is None:
@@ -168,11 +170,8 @@ def _recall_need(
     if not tracker.passages or window.dropped_messages <= 0:
         return None, None
     stats, query = tracker.stats, turn.user_message
-    cover = None
-    # Only a turn that asks nothing is checked against the window: a question's evidence often
-    # shares no word with it, so word cover would call it held (docs/benchmarks.md measures it).
-    if not any(is_question(s) for s in split_sentences(query)):
-        cover = window_cover((message_text(m) for m in window.kept), query, stats)
+    asks = any(is_question(s) for s in split_sentences(query))
+    cover = window_cover((message_text(m) for m in window.kept), query, stats, asks=asks)
     return recall_reason(tracker, query, cover, PIN_MIN_SCORE), cover
 
 

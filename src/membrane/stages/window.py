@@ -225,9 +225,10 @@ def _restore(
     """The tracker saved in the state store, or a new one and why the saved one was not used.
 
     The reasons: ``"short"`` (at most :data:`SHORT_HISTORY_MESSAGES` messages: replaying them
-    costs less than a store read), ``"no_state"`` (nothing saved, or of another version), ``"invalid"`` (it failed
-    its checks: discarded with a StateStoreWarning), ``"settings"`` (saved for another share,
-    counter or option), ``"prefix"`` and ``"units"`` (see :func:`restore_tracker`).
+    costs less than a store read), ``"no_state"`` (nothing saved, or of another version),
+    ``"invalid"`` (it failed its checks: discarded with a StateStoreWarning), ``"settings"``
+    (saved for another share, counter or option), ``"prefix"`` and ``"units"`` (see
+    :func:`restore_tracker`).
     """
     counter = turn.counter
     overhead, frame = settings.message_overhead_tokens, settings.keyframe_tokens

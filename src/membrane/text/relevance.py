@@ -23,6 +23,7 @@ __all__ = [
     "marked_words",
     "query_weights",
     "rank_fusion",
+    "stem",
 ]
 
 # "I", "I'm", "I've": a capital that marks the speaker, not a name.
@@ -241,6 +242,48 @@ def marked_words(text: str) -> tuple[str, ...]:
     next(words, None)
     lowered = (w.lower() for w in words if not w.islower())
     return tuple(w for w in lowered if w not in STOPWORDS and not _FIRST_PERSON.match(w))
+
+
+_VOWELS = frozenset("aeiouy")
+# A doubled final consonant left by -ing or -ed is undoubled ("running" -> "run"), except these,
+# which English doubles in the bare word too ("falling" -> "fall").
+_KEPT_DOUBLES = frozenset("lsz")
+
+
+@functools.lru_cache(maxsize=65_536)
+def stem(word: str) -> str:
+    """``word`` (a lower-cased content word) with its common English endings taken off.
+
+    A light suffix stripper, not a dictionary: it only has to map the forms of one word to
+    the same key, so "listen", "listens", "listening" and "listened" all give "listen", and
+    "cities" and "city" both give "citi". A possessive 's goes; words with a digit or a mark
+    are left as they are (codes must match exactly), and so are words of three letters or
+    fewer, but for a final y ("try" gives "tri", as "tried" does).
+    """
+    if word.endswith(("'s", "’s")):
+        word = word[:-2]
+    if not word.isalpha():
+        return word
+    if len(word) <= 3:
+        return word[:-1] + "i" if len(word) == 3 and word[-1] == "y" else word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "i"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        base = word[: -len(suffix)]
+        if word.endswith(suffix) and len(base) >= 3 and not _VOWELS.isdisjoint(base):
+            word = base
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in _KEPT_DOUBLES:
+                word = word[:-1]
+            break
+    if len(word) > 3 and word[-1] == "e":
+        word = word[:-1]
+    if len(word) >= 3 and word[-1] == "y":
+        word = word[:-1] + "i"
+    return word
 
 
 class Rarity(Protocol):

@@ -26,9 +26,8 @@ from membrane.stages.history._index import (
     render_index,
     select_index_lines,
 )
+from membrane.stages.history._passages import PASSAGE_WORDS, Passage
 from membrane.stages.history._recall import (
-    PASSAGE_WORDS,
-    Passage,
     RecalledPassage,
     WindowCover,
     recall_candidates,

@@ -39,12 +39,9 @@ from membrane.messages import (
     tool_call_labels,
 )
 from membrane.stages.history._index import IndexLine, index_line
+from membrane.stages.history._passages import Passage, Postings, add_postings, passages_of
 from membrane.stages.history._recall import (
-    Passage,
-    Postings,
     RecalledPassage,
-    add_postings,
-    passages_of,
     recalled_whole,
     score_passages,
 )

@@ -1,6 +1,6 @@
-"""Recall: dropped messages cut into passages, scored against the turn, and brought back.
+"""Recall: dropped passages (:mod:`._passages`) scored against the turn, and brought back.
 
-Each dropped message is split into passages of about PASSAGE_WORDS words. An inverted index
+An inverted index
 (word -> passages) lets a query score only the passages that share one of its most telling
 words; :func:`select_passages` then fills the recall room with the best of them, cutting a
 passage to its best sentence when the whole one does not fit.
@@ -8,36 +8,30 @@ passage to its best sentence when the whole one does not fit.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from membrane.prompt_text import recalled_line
-from membrane.stages.history._shared import Count, is_request
+from membrane.stages.history._passages import Passage, Postings, stated_memo
+from membrane.stages.history._shared import Count
 from membrane.text.relevance import (
     TermStats,
     content_words,
     query_weights,
     rank_fusion,
+    stem,
 )
-from membrane.text.sentences import is_question, split_sentences
+from membrane.text.sentences import split_sentences
 
 if TYPE_CHECKING:
     from membrane.stages.history._cut import HistoryTracker
 
 __all__ = [
     "MAX_POSTINGS_SCANNED",
-    "PASSAGE_WORDS",
-    "Passage",
-    "Postings",
     "RecalledPassage",
     "WindowCover",
-    "add_postings",
-    "passages_of",
     "recall_candidates",
     "recall_reason",
     "recalled_whole",
@@ -47,10 +41,8 @@ __all__ = [
     "window_cover",
 ]
 
-PASSAGE_WORDS = 60
 # Query words found in more passages than this are too common to tell passages apart.
 MAX_POSTINGS_SCANNED = 128
-_QUESTION_WEIGHT = 0.5
 _MESSAGE_CONTEXT_WEIGHT = 0.5
 # Recall looks at the best-scoring passages only, and stops when what is left of its room
 # could not hold a useful one.
@@ -62,23 +54,6 @@ _MIN_USEFUL_PASSAGE_TOKENS = 12
 # A kept message holds what a dropped one states only when they share this many telling words.
 _MIN_HELD_WORDS = 2
 
-# word -> (pid, message, sentence weight) of each passage holding it, in pid order
-Postings = dict[str, list[tuple[int, int, float]]]
-
-
-@dataclass(frozen=True, slots=True)
-class Passage:
-    """About sixty words of a dropped message, with what its scoring needs.
-
-    Not counted: a passage is counted (:func:`recalled_whole`) only when it is recalled.
-    """
-
-    unit: int
-    message: int
-    role: str
-    text: str
-    sentences: tuple[str, ...]
-
 
 @dataclass(frozen=True, slots=True)
 class WindowCover:
@@ -86,13 +61,19 @@ class WindowCover:
 
     ``telling`` maps the query's telling words to their weights; ``held`` lists, for each
     kept message stating some of them, those words with their sentence weights (as a
-    passage's postings weigh them). A dropped message adds to the window what it states of
-    the telling words beyond the kept message sharing the most of them (and at least
-    ``_MIN_HELD_WORDS``).
+    passage's postings weigh them). A kept message *holds* a dropped one's words only when
+    they share at least ``_MIN_HELD_WORDS`` telling words.
+
+    For a turn that asks nothing (``asks`` false), a dropped message adds to the window what
+    it states of the telling words beyond the kept message holding the most of them. For a
+    question, the window answers it as well as the best kept message stating at least
+    ``_MIN_HELD_WORDS`` telling words does, and a dropped message adds something only when it
+    scores higher than that message.
     """
 
     telling: Mapping[str, float]
     held: tuple[frozenset[tuple[str, float]], ...]
+    asks: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,76 +84,6 @@ class RecalledPassage:
     role: str
     text: str
     tokens: int
-
-
-def passages_of(unit: int, message: int, role: str, text: str) -> list[Passage]:
-    """``text`` cut into passages of whole sentences, about PASSAGE_WORDS words each."""
-    out: list[Passage] = []
-    bucket: list[str] = []
-    words = 0
-
-    def flush() -> None:
-        if bucket:
-            body = " ".join(bucket)
-            out.append(Passage(unit, message, role, body, tuple(bucket)))
-
-    for sentence in split_sentences(text):
-        n = len(sentence.split())
-        if n > PASSAGE_WORDS * 2:  # one very long sentence: split it by words
-            flush()
-            bucket, words = [], 0
-            tokens = sentence.split()
-            for i in range(0, len(tokens), PASSAGE_WORDS):
-                piece = " ".join(tokens[i : i + PASSAGE_WORDS])
-                out.append(Passage(unit, message, role, piece, (piece,)))
-            continue
-        if words and words + n > PASSAGE_WORDS * 1.5:
-            flush()
-            bucket, words = [], 0
-        bucket.append(sentence)
-        words += n
-        if words >= PASSAGE_WORDS:
-            flush()
-            bucket, words = [], 0
-    flush()
-    return out
-
-
-def stated_words(sentences: Iterable[str]) -> dict[str, float]:
-    """Each content word ``sentences`` state, weighing 1, or half when only a question has it.
-
-    A longer question (a request) states nothing: it asks for the answer, it does not hold it.
-    """
-    statements: list[str] = []
-    questions: list[str] = []
-    for sentence in sentences:
-        if not is_question(sentence):
-            statements.append(sentence)
-        elif not is_request(sentence):
-            questions.append(sentence)
-    # Whole word lists at a time (most sentences state): the statements' weight wins.
-    weights = dict.fromkeys(chain.from_iterable(map(content_words, questions)), _QUESTION_WEIGHT)
-    weights.update(dict.fromkeys(chain.from_iterable(map(content_words, statements)), 1.0))
-    return weights
-
-
-@functools.lru_cache(maxsize=16_384)
-def _stated(sentences: tuple[str, ...]) -> Mapping[str, float]:
-    # Memoised (read-only): a passage's words are read again whenever a query matches it, a
-    # kept message's on every turn that checks the window.
-    return MappingProxyType(stated_words(sentences))
-
-
-def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
-    """File passage ``pid`` under each word it states (a question's words count half)."""
-    message = passage.message
-    known = postings.get
-    for w, weight in _stated(passage.sentences).items():
-        posting = known(w)
-        if posting is None:
-            postings[w] = [(pid, message, weight)]
-        else:
-            posting.append((pid, message, weight))
 
 
 def recalled_whole(pid: int, passage: Passage, count: Count) -> RecalledPassage:
@@ -203,11 +114,19 @@ def _gains(
 
 
 def telling_words(query: str, stats: TermStats) -> dict[str, float]:
-    """The query's most telling words, most telling first, each with its weight times rarity."""
+    """The query's most telling words (stems), most telling first, each with weight times rarity.
+
+    A word's rarity is that of the form the query writes; forms that share a stem keep the
+    largest weight.
+    """
     weights = query_weights(query)
     rarity = stats.idfs(weights)
+    stems: dict[str, float] = {}
+    for (w, q), r in zip(weights.items(), rarity, strict=True):
+        key = stem(w)
+        stems[key] = max(stems.get(key, 0.0), q * r)
     # Most telling first: by weight, then by word (negated, so plain tuple order does it).
-    ranked = sorted([(-(q * r), w) for (w, q), r in zip(weights.items(), rarity, strict=True)])
+    ranked = sorted([(-weight, w) for w, weight in stems.items()])
     return {w: -negated for negated, w in ranked[:_MAX_QUERY_WORDS]}
 
 
@@ -233,16 +152,21 @@ def score_passages(
     }
 
 
-def window_cover(texts: Iterable[str], query: str, stats: TermStats) -> WindowCover:
-    """The query's telling words, and which of them each of ``texts`` (kept messages) states."""
+def window_cover(
+    texts: Iterable[str], query: str, stats: TermStats, *, asks: bool = False
+) -> WindowCover:
+    """The query's telling words, and which of them each of ``texts`` (kept messages) states.
+
+    ``asks``: the query asks a question (see :class:`WindowCover`).
+    """
     telling = telling_words(query, stats)
     held: dict[frozenset[tuple[str, float]], None] = {}
     for text in texts:
-        stated = _stated(tuple(split_sentences(text)))
+        stated = stated_memo(tuple(split_sentences(text)))
         found = frozenset((w, stated[w]) for w in telling if w in stated)
         if found:
             held[found] = None
-    return WindowCover(telling, tuple(held))
+    return WindowCover(telling, tuple(held), asks)
 
 
 def _gain(stated: Mapping[str, float], cover: WindowCover) -> float:
@@ -256,6 +180,20 @@ def _gain(stated: Mapping[str, float], cover: WindowCover) -> float:
             overlap = math.fsum(min(shared.get(w, 0.0), weights[w] * h) for w, h in held)
             best = max(best, overlap)
     return math.fsum(shared.values()) - best
+
+
+def _answered(cover: WindowCover) -> float:
+    """The score of the best kept message sharing at least ``_MIN_HELD_WORDS`` telling words
+    with the query (minus infinity when none does): how well the window answers it."""
+    weights = cover.telling
+    return max(
+        (
+            math.fsum(weights[w] * h for w, h in sorted(held))
+            for held in cover.held
+            if len(held) >= _MIN_HELD_WORDS
+        ),
+        default=-math.inf,
+    )
 
 
 # The last verdict of _needed: one compile asks for it up to four times with the same tracker,
@@ -292,10 +230,17 @@ def _needed_now(
     passages, telling = tracker.passages, cover.telling
     by_message: dict[int, dict[str, float]] = {}
     for pid in scores:
-        stated = _stated(passages[pid].sentences)
+        stated = stated_memo(passages[pid].sentences)
         message = by_message.setdefault(passages[pid].message, {})
         for w in telling.keys() & stated.keys():
             message[w] = max(message.get(w, 0.0), stated[w])
+    if cover.asks:
+        answered = _answered(cover)
+        gains = {
+            m: math.fsum(telling[w] * h for w, h in sorted(stated.items())) - answered
+            for m, stated in by_message.items()
+        }
+        return {pid: s for pid, s in scores.items() if gains[passages[pid].message] > 0.0}
     gains = {message: _gain(stated, cover) for message, stated in by_message.items()}
     return {pid: s for pid, s in scores.items() if gains[passages[pid].message] >= min_score}
 
@@ -306,18 +251,22 @@ def recall_reason(
     """Why recall has passages to offer ``query``: ``"needed"``, or why not.
 
     ``"no_match"``: no dropped passage shares enough telling words with the query;
-    ``"window_holds"``: those that do add nothing the kept window lacks.
+    ``"window_holds"``: those that do add nothing the kept window lacks (a turn that asks
+    nothing); ``"window_answers"``: none of them matches a question better than a kept
+    message does.
     """
     if _needed(tracker, query, cover, min_score):
         return "needed"
     scores = tracker.score_passages(query)
-    return "window_holds" if scores and max(scores.values()) >= min_score else "no_match"
+    if not scores or max(scores.values()) < min_score:
+        return "no_match"
+    return "window_answers" if cover is not None and cover.asks else "window_holds"
 
 
-def _best_sentence(passage: Passage, weights: Mapping[str, float], stats: TermStats) -> str:
+def _best_sentence(passage: Passage, telling: Mapping[str, float]) -> str:
     def score(sentence: str) -> float:
-        shared = weights.keys() & set(content_words(sentence))
-        return math.fsum(weights[w] * stats.idf(w) for w in shared)  # order-free, see keyframes
+        shared = telling.keys() & set(map(stem, content_words(sentence)))
+        return math.fsum(telling[w] for w in shared)  # order-free, see keyframes
 
     return max(passage.sentences, key=score)
 
@@ -391,7 +340,7 @@ def select_passages(
         if order is not None:
             allowed = set(ranked)
             ranked = rank_fusion([ranked, [p for p in order if p in allowed]])
-    weights = query_weights(query)
+    telling = telling_words(query, tracker.stats)
     chosen: list[RecalledPassage] = []
     used = 0
     for pid in ranked[:_MAX_RECALL_CANDIDATES]:
@@ -400,7 +349,7 @@ def select_passages(
         recalled = tracker.recalled(pid)
         if used + recalled.tokens > budget:
             passage = tracker.passages[pid]
-            sentence = _best_sentence(passage, weights, tracker.stats)
+            sentence = _best_sentence(passage, telling)
             line = recalled_line(passage.role, f"… {sentence} …")
             recalled = RecalledPassage(pid, passage.role, line, count(line) + 1)
             if used + recalled.tokens > budget:

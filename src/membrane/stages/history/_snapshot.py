@@ -30,7 +30,8 @@ from membrane.errors import InvalidInputError
 from membrane.messages import HistoryVersion, group_units, prefix_digest
 from membrane.stages.history._cut import CutEvent, HistoryTracker, _unit_key
 from membrane.stages.history._index import IndexLine
-from membrane.stages.history._recall import MAX_POSTINGS_SCANNED, Passage, stated_words
+from membrane.stages.history._passages import Passage, stated_words
+from membrane.stages.history._recall import MAX_POSTINGS_SCANNED
 from membrane.stages.history._shared import Count
 from membrane.text.sketch import TermSketch
 
@@ -279,11 +280,12 @@ class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
 
     Recall looks up a turn's few most telling words, so filing every word of every dropped
     passage (most of a fresh worker's first compile) is put off: the first lookup of a word
-    reads the passages whose text contains it (a passage with non-ASCII text always, as its
-    words are lower-cased one by one) and puts their entries before those of passages dropped
-    since. The entries are those :func:`._recall.add_postings` would have made, except that
-    a word stated by more re-derived passages than recall ever scans keeps only the first of
-    them past that limit (recall skips it either way).
+    reads the passages whose text contains it but for its last letter (a stem: "citi" for
+    "city"; a passage with non-ASCII text always, as its words are lower-cased one by one)
+    and puts their entries before those of passages dropped since. The entries are those
+    :func:`._passages.add_postings` would have made, except that a word stated by more
+    re-derived passages than recall ever scans keeps only the first of them past that limit
+    (recall skips it either way).
     """
 
     def __init__(self, passages: Sequence[Passage], restored: int) -> None:
@@ -310,7 +312,8 @@ class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
             ]
         found = []
         for pid, lowered in enumerate(self._lowered):
-            if lowered is not None and word not in lowered:
+            # A stem can differ from the words it stands for in its last letter only.
+            if lowered is not None and word[:-1] not in lowered:
                 continue
             stated = self._stated.get(pid)
             if stated is None:

@@ -1,0 +1,130 @@
+"""Dropped messages as recall passages, and the words each passage states.
+
+A passage is about PASSAGE_WORDS words of whole sentences of one message. What it states (a
+content word's stem and a weight) is what recall's inverted index files it under.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from membrane.stages.history._shared import is_request
+from membrane.text.relevance import content_words, stem
+from membrane.text.sentences import depends_on_previous, is_question, split_sentences
+
+__all__ = [
+    "PASSAGE_WORDS",
+    "Passage",
+    "Postings",
+    "add_postings",
+    "passages_of",
+    "stated_memo",
+    "stated_words",
+]
+
+PASSAGE_WORDS = 60
+_QUESTION_WEIGHT = 0.5
+
+# word -> (pid, message, sentence weight) of each passage holding it, in pid order
+Postings = dict[str, list[tuple[int, int, float]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """About sixty words of a dropped message, with what its scoring needs.
+
+    Not counted: a passage is counted (:func:`recalled_whole`) only when it is recalled.
+    """
+
+    unit: int
+    message: int
+    role: str
+    text: str
+    sentences: tuple[str, ...]
+
+
+def passages_of(unit: int, message: int, role: str, text: str) -> list[Passage]:
+    """``text`` cut into passages of whole sentences, about PASSAGE_WORDS words each."""
+    out: list[Passage] = []
+    bucket: list[str] = []
+    words = 0
+
+    def flush() -> None:
+        if bucket:
+            body = " ".join(bucket)
+            out.append(Passage(unit, message, role, body, tuple(bucket)))
+
+    for sentence in split_sentences(text):
+        n = len(sentence.split())
+        if n > PASSAGE_WORDS * 2:  # one very long sentence: split it by words
+            flush()
+            bucket, words = [], 0
+            tokens = sentence.split()
+            for i in range(0, len(tokens), PASSAGE_WORDS):
+                piece = " ".join(tokens[i : i + PASSAGE_WORDS])
+                out.append(Passage(unit, message, role, piece, (piece,)))
+            continue
+        if words and words + n > PASSAGE_WORDS * 1.5:
+            flush()
+            bucket, words = [], 0
+        bucket.append(sentence)
+        words += n
+        if words >= PASSAGE_WORDS:
+            flush()
+            bucket, words = [], 0
+    flush()
+    return out
+
+
+def stated_words(sentences: Sequence[str]) -> dict[str, float]:
+    """Each content word ``sentences`` state (by its :func:`stem`), weighing 1, or half when
+    only a question has it.
+
+    A longer question (a request) states nothing: it asks for the answer, it does not hold it.
+    A sentence that a short question after it leans on ("The tool listed the code for Kelp
+    Labs. Which value was it?") is part of that question and weighs as it does.
+    """
+    weights: dict[str, float] = {}
+    for i, sentence in enumerate(sentences):
+        if is_request(sentence):
+            continue
+        if is_question(sentence):
+            weight = _QUESTION_WEIGHT
+        elif i + 1 < len(sentences) and _asks_about(sentences[i + 1]):
+            if is_request(sentences[i + 1]):
+                continue
+            weight = _QUESTION_WEIGHT
+        else:
+            weight = 1.0
+        for w in map(stem, content_words(sentence)):
+            if weights.get(w, 0.0) < weight:
+                weights[w] = weight
+    return weights
+
+
+def _asks_about(sentence: str) -> bool:
+    """A question that leans on the sentence before it (as :func:`asked_text` reads it)."""
+    return is_question(sentence) and depends_on_previous(sentence)
+
+
+@functools.lru_cache(maxsize=16_384)
+def stated_memo(sentences: tuple[str, ...]) -> Mapping[str, float]:
+    """:func:`stated_words`, memoised and read-only."""
+    # Memoised: a passage's words are read again whenever a query matches it, a
+    # kept message's on every turn that checks the window.
+    return MappingProxyType(stated_words(sentences))
+
+
+def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
+    """File passage ``pid`` under each word it states (a question's words count half)."""
+    message = passage.message
+    known = postings.get
+    for w, weight in stated_memo(passage.sentences).items():
+        posting = known(w)
+        if posting is None:
+            postings[w] = [(pid, message, weight)]
+        else:
+            posting.append((pid, message, weight))
