@@ -60,3 +60,34 @@ def test_a_sketch_survives_its_text_form(documents: list[list[str]]) -> None:
 def test_a_damaged_text_form_is_refused(text: str) -> None:
     with pytest.raises(ValueError, match="term sketch"):
         TermSketch.from_text(text, 3)
+
+
+_SKETCH_OF_FIXED_DOCUMENTS = """
+import random
+from membrane.text.sketch import TermSketch
+rng = random.Random(7)
+sketch = TermSketch()
+for _ in range(300):
+    sketch.add_words({f"w{rng.randrange(40_000)}" for _ in range(40)})
+print(sketch.to_text())
+"""
+
+
+def test_the_sketch_is_the_same_in_every_process() -> None:
+    # Workers of a fleet run with different hash seeds, so a set's order differs between them;
+    # with 12,000 words in 16,384 counters many share one, where the update order matters.
+    import os
+    import subprocess
+    import sys
+
+    texts = {
+        subprocess.run(
+            [sys.executable, "-c", _SKETCH_OF_FIXED_DOCUMENTS],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
+    assert len(texts) == 1

@@ -54,7 +54,9 @@ class TermSketch(TermStats):
 
     def add_words(self, words: Iterable[str]) -> None:
         counts = self._counts
-        for word in words if isinstance(words, (set, frozenset)) else set(words):
+        # In sorted order: where two of a document's words share a counter, the conservative
+        # update depends on their order, and a set's order differs between processes.
+        for word in sorted(words if isinstance(words, (set, frozenset)) else set(words)):
             a, b = _buckets(word)
             low = min(counts[a], counts[b])
             if low < _MAX_COUNT:
@@ -69,14 +71,24 @@ class TermSketch(TermStats):
         return min(self._counts[a], self._counts[b])
 
     def min_df(self, words: Iterable[str]) -> int | None:
-        return min(map(self.df, words), default=None)
+        return min(self._dfs(words), default=None)
 
     def idf(self, word: str) -> float:
         return math.log((self.documents + 1) / (self.df(word) + 0.5)) + 0.1
 
     def idfs(self, words: Iterable[str]) -> list[float]:
-        n, df, log = self.documents + 1, self.df, math.log
-        return [log(n / (df(w) + 0.5)) + 0.1 for w in words]
+        n, log = self.documents + 1, math.log
+        return [log(n / (df + 0.5)) + 0.1 for df in self._dfs(words)]
+
+    def _dfs(self, words: Iterable[str]) -> list[int]:
+        """:meth:`df` of each of ``words`` (inlined: recall and the index ask for many)."""
+        counts, buckets = self._counts, _buckets
+        out = []
+        for word in words:
+            a, b = buckets(word)
+            x, y = counts[a], counts[b]
+            out.append(x if x < y else y)
+        return out
 
     def approx_bytes(self) -> int:
         """Memory held, about: the counters."""
