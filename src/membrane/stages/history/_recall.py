@@ -8,6 +8,7 @@ passage to its best sentence when the whole one does not fit.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -113,12 +114,27 @@ def _gains(
     context[current] = context.get(current, 0.0) + best
 
 
+# The last answer of telling_words: one compile asks for it up to four times with the same
+# query and statistics (their document count in the key: rarities move with every message).
+_last_telling: tuple[TermStats, int, str, dict[str, float]] | None = None
+
+
 def telling_words(query: str, stats: TermStats) -> dict[str, float]:
     """The query's most telling words (stems), most telling first, each with weight times rarity.
 
     A word's rarity is that of the form the query writes; forms that share a stem keep the
-    largest weight.
+    largest weight. The mapping may be shared with other callers: read it, never change it.
     """
+    global _last_telling
+    last = _last_telling  # one read: another thread may replace it
+    if last is not None and last[0] is stats and last[1] == stats.documents and last[2] == query:
+        return last[3]
+    telling = _telling_now(query, stats)
+    _last_telling = (stats, stats.documents, query, telling)
+    return telling
+
+
+def _telling_now(query: str, stats: TermStats) -> dict[str, float]:
     weights = query_weights(query)
     rarity = stats.idfs(weights)
     stems: dict[str, float] = {}
@@ -162,11 +178,17 @@ def window_cover(
     telling = telling_words(query, stats)
     held: dict[frozenset[tuple[str, float]], None] = {}
     for text in texts:
-        stated = stated_memo(tuple(split_sentences(text)))
+        stated = _stated_text(text)
         found = frozenset((w, stated[w]) for w in telling if w in stated)
         if found:
             held[found] = None
     return WindowCover(telling, tuple(held), asks)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _stated_text(text: str) -> Mapping[str, float]:
+    """:func:`stated_memo` of ``text``'s sentences (a kept message's, read on every turn)."""
+    return stated_memo(tuple(split_sentences(text)))
 
 
 def _gain(stated: Mapping[str, float], cover: WindowCover) -> float:
@@ -186,11 +208,12 @@ def _answered(cover: WindowCover) -> float:
     """The score of the best kept message sharing at least ``_MIN_HELD_WORDS`` telling words
     with the query (minus infinity when none does): how well the window answers it."""
     weights = cover.telling
+    focus = next(iter(weights), None)
     return max(
         (
             math.fsum(weights[w] * h for w, h in sorted(held))
             for held in cover.held
-            if len(held) >= _MIN_HELD_WORDS
+            if len(held) >= _MIN_HELD_WORDS and any(w == focus for w, _ in held)
         ),
         default=-math.inf,
     )
@@ -228,12 +251,7 @@ def _needed_now(
     if cover is None:
         return scores
     passages, telling = tracker.passages, cover.telling
-    by_message: dict[int, dict[str, float]] = {}
-    for pid in scores:
-        stated = stated_memo(passages[pid].sentences)
-        message = by_message.setdefault(passages[pid].message, {})
-        for w in telling.keys() & stated.keys():
-            message[w] = max(message.get(w, 0.0), stated[w])
+    by_message = _stated_by_message(tracker, scores, telling)
     if cover.asks:
         answered = _answered(cover)
         gains = {
@@ -243,6 +261,43 @@ def _needed_now(
         return {pid: s for pid, s in scores.items() if gains[passages[pid].message] > 0.0}
     gains = {message: _gain(stated, cover) for message, stated in by_message.items()}
     return {pid: s for pid, s in scores.items() if gains[passages[pid].message] >= min_score}
+
+
+def _stated_by_message(
+    tracker: HistoryTracker, scores: Mapping[int, float], telling: Mapping[str, float]
+) -> dict[int, dict[str, float]]:
+    """For each message of a scored passage, the telling words its scored passages state, each
+    at its largest sentence weight.
+
+    A word's postings list exactly the passages stating it, with that weight, and every
+    passage of a posting recall scans is scored; the few words too common to scan are read
+    from the scored passages themselves.
+    """
+    by_message: dict[int, dict[str, float]] = {}
+    unscanned = []
+    for w in telling:
+        posting = tracker.postings.get(w)
+        if not posting:
+            continue
+        if len(posting) > MAX_POSTINGS_SCANNED:
+            unscanned.append(w)
+            continue
+        for _pid, message, weight in posting:
+            stated = by_message.get(message)
+            if stated is None:
+                by_message[message] = {w: weight}
+            elif stated.get(w, 0.0) < weight:
+                stated[w] = weight
+    if unscanned:
+        passages = tracker.passages
+        for pid in scores:
+            own = stated_memo(passages[pid].sentences)
+            stated = by_message[passages[pid].message]
+            for w in unscanned:
+                weight = own.get(w)
+                if weight is not None and stated.get(w, 0.0) < weight:
+                    stated[w] = weight
+    return by_message
 
 
 def recall_reason(
