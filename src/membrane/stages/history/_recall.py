@@ -294,9 +294,9 @@ def _stated_by_message(
             own = stated_memo(passages[pid].sentences)
             stated = by_message[passages[pid].message]
             for w in unscanned:
-                weight = own.get(w)
-                if weight is not None and stated.get(w, 0.0) < weight:
-                    stated[w] = weight
+                held = own.get(w)
+                if held is not None and stated.get(w, 0.0) < held:
+                    stated[w] = held
     return by_message
 
 
