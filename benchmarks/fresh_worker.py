@@ -9,6 +9,9 @@ times one call on the conversation's next turn:
 
 - ``resumed``: a new ``ContextCompiler`` on the store (in-process or Redis), first compile;
 - ``replayed``: the same with an empty store (what every fresh worker paid before);
+- ``embedder``: ``resumed`` (in-process store) with ``embedder=local_embedder()``, the model
+  loaded and run once at the process's start; the row also gives how many texts the timed
+  call embedded (a fresh worker embeds what its turn ranks, never the history it joins);
 - ``langchain``: ``trim_messages`` with fresh tiktoken counts (the harness's cl100k counter,
   whose memo is empty in a new process).
 
@@ -29,11 +32,13 @@ from typing import Any
 
 from benchmarks._report import machine
 from benchmarks._suite import command_line
+from membrane.state.keys import conversation_key
 
 __all__ = ["fresh_worker_payload", "state_sizes"]
 
 BUDGET = 6000
-_KEY = "membrane:conversation:joined"
+# The key every store files the conversation under (it changes with the key format version).
+_KEY = conversation_key("joined")
 
 
 def _inputs(messages: int, seed: int = 1) -> dict[str, Any]:
@@ -52,7 +57,7 @@ def _inputs(messages: int, seed: int = 1) -> dict[str, Any]:
     return json.loads(json.dumps(data))  # type: ignore[no-any-return]
 
 
-def _compiler(system: str, store: Any) -> Any:
+def _compiler(system: str, store: Any, embedder: Any = None) -> Any:
     from membrane import ContextCompiler
 
     return ContextCompiler(
@@ -61,14 +66,34 @@ def _compiler(system: str, store: Any) -> Any:
         core_content=system,
         token_scale=1.0,
         state_store=store,
+        embedder=embedder,
     )
 
 
-def _compile(data: dict[str, Any], store: Any, history: list[dict[str, Any]]) -> Any:
+class _CountingEmbedder:
+    """The local embedder, counting the texts it is given."""
+
+    def __init__(self) -> None:
+        from membrane.lod import local_embedder
+
+        self._model = local_embedder()
+        # A worker loads its model once, at start: embedding a text here reads the file, builds
+        # the ONNX session and runs it once, so the timed call pays for its own texts only.
+        self._model(["A worker warms its model on text unrelated to any conversation."])
+        self.texts = 0
+
+    def __call__(self, texts: list[str]) -> Any:
+        self.texts += len(texts)
+        return self._model(texts)
+
+
+def _compile(
+    data: dict[str, Any], store: Any, history: list[dict[str, Any]], embedder: Any = None
+) -> Any:
     from membrane import MemoryItem
 
     memories = [MemoryItem(id=i, content=c) for i, c in data["memories"]]
-    return _compiler(data["system"], store).compile(
+    return _compiler(data["system"], store, embedder).compile(
         memories, data["user"], conversation_messages=history, conversation_id="joined"
     )
 
@@ -123,6 +148,7 @@ def child(argv: list[str]) -> int:
 
     TiktokenAdapter("cl100k_base").count("Encodings load on text unrelated to the conversation.")
     count_text("Encodings load on text unrelated to the conversation.")
+    embedder = None
     if side == "langchain":
         _trim(warm)
         t0 = time.perf_counter_ns()
@@ -130,16 +156,20 @@ def child(argv: list[str]) -> int:
     else:
         from membrane import InMemoryStateStore
 
-        _compile(warm, InMemoryStateStore(), warm["history"])
+        embedder = _CountingEmbedder() if side == "embedder" else None
+        _compile(warm, InMemoryStateStore(), warm["history"], embedder)
+        if embedder is not None:
+            embedder.texts = 0  # the warm-up's
         store = _store("memory" if side != "redis" else "redis", state, url)
         if side == "replayed":
             store = InMemoryStateStore()
         t0 = time.perf_counter_ns()
-        result = _compile(data, store, data["history"])
+        result = _compile(data, store, data["history"], embedder)
         resume = result.metadata.get("history_resume")
         if side != "replayed" and resume != "resumed":
             raise SystemExit(f"the fresh worker did not resume: {resume}")
-    print(json.dumps({"ms": (time.perf_counter_ns() - t0) / 1e6}))
+    ms = (time.perf_counter_ns() - t0) / 1e6
+    print(json.dumps({"ms": ms, "embedded": embedder.texts if embedder is not None else None}))
     return 0
 
 
@@ -155,7 +185,7 @@ def _saved_state(data: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def _sample(side: str, inputs: Path, state: Path | None, url: str | None) -> float:
+def _sample(side: str, inputs: Path, state: Path | None, url: str | None) -> dict[str, Any]:
     out = subprocess.run(
         [
             sys.executable,
@@ -172,7 +202,7 @@ def _sample(side: str, inputs: Path, state: Path | None, url: str | None) -> flo
     )
     if out.returncode:
         raise SystemExit(f"a {side} sample failed:\n{out.stderr[-3000:]}")
-    return float(json.loads(out.stdout.strip().splitlines()[-1])["ms"])
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def _row(messages: int, samples: int, url: str, tmp: Path) -> dict[str, Any]:
@@ -187,12 +217,17 @@ def _row(messages: int, samples: int, url: str, tmp: Path) -> dict[str, Any]:
     state = tmp / f"state{messages}.json"
     state.write_text(json.dumps(value))
     redis = RedisStateStore(url=url, deadline_seconds=5.0)
-    times: dict[str, list[float]] = {"resumed": [], "redis": [], "replayed": [], "langchain": []}
+    sides = ("resumed", "redis", "replayed", "langchain", "embedder")
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    embedded: list[int] = []
     for _ in range(samples):
-        for side in times:
+        for side in sides:
             if side == "redis":
                 redis.put(_KEY, value)  # as the saving worker left it
-            times[side].append(_sample(side, inputs, state, url))
+            sample = _sample(side, inputs, state, url)
+            times[side].append(float(sample["ms"]))
+            if side == "embedder":
+                embedded.append(int(sample["embedded"]))
     med = {side: statistics.median(ms) for side, ms in times.items()}
     lc = med["langchain"]
     row = {
@@ -205,11 +240,15 @@ def _row(messages: int, samples: int, url: str, tmp: Path) -> dict[str, Any]:
         "ratio_resumed_memory": med["resumed"] / lc,
         "ratio_resumed_redis": med["redis"] / lc,
         "ratio_replayed": med["replayed"] / lc,
+        "membrane_resumed_embedder_ms_median": med["embedder"],
+        "ratio_resumed_embedder": med["embedder"] / lc,
+        "texts_embedded": sorted(set(embedded)),
         "samples_ms": times,
     }
     print(
         f"  fresh worker {messages:>6} messages: resumed {med['resumed']:.1f} ms (memory), "
-        f"{med['redis']:.1f} ms (redis), replayed {med['replayed']:.1f} ms, "
+        f"{med['redis']:.1f} ms (redis), {med['embedder']:.1f} ms (embedder, "
+        f"{max(embedded)} texts embedded), replayed {med['replayed']:.1f} ms, "
         f"langchain {lc:.1f} ms",
         file=sys.stderr,
     )
@@ -259,8 +298,11 @@ def fresh_worker_payload(quick: bool) -> dict[str, Any]:
             "turn. resumed: a new ContextCompiler(max_tokens=6000, model_id='openai/gpt-4o', "
             "token_scale=1.0) whose state store holds what the worker that compiled the "
             "previous turn saved (in-process store loaded from its JSON, or a real "
-            "redis-server); replayed: the same with an empty store; langchain: trim_messages("
-            "strategy='last', include_system=True, start_on='human') on the raw dicts with the "
+            "redis-server); embedder: resumed (in-process store) with embedder="
+            "local_embedder(), the model loaded and run once at the process's start, "
+            "texts_embedded the texts the timed call gave it; replayed: resumed's compiler "
+            "with an empty store; langchain: trim_messages(strategy='last', "
+            "include_system=True, start_on='human') on the raw dicts with the "
             "harness's cl100k counter plus 3 tokens a message, its memo empty."
         ),
         "fresh_worker": rows,
