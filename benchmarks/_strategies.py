@@ -35,6 +35,7 @@ __all__ = [
     "StrategyUnavailable",
     "make_strategy",
     "membrane_sessions",
+    "membrane_speakers",
     "memory_block",
     "shared_local_embedder",
 ]
@@ -86,6 +87,9 @@ class Strategy:
     # history messages with a "timestamp" (seconds) and sets ``now`` before each build.
     session_clock = False
     now: float | None = None
+    #: Who is who (a person's name -> role); the conversation suite sets it for strategies
+    #: that take it (``membrane_speakers``).
+    speakers: dict[str, str] | None = None
 
     def start(self, scenario: Scenario) -> None:
         self.scenario = scenario
@@ -526,6 +530,8 @@ class MembraneStrategy(Strategy):
         self._anthropic_request = builder
         # Mark a compile new_session=True when the cache lifetime passed since the last message.
         self.session_clock = bool(options.pop("sessions", False))
+        # Pass the conversation's speakers map (set by the conversation suite) to compile.
+        self.takes_speakers = bool(options.pop("speakers", False))
         self._options = options
 
     def start(self, scenario: Scenario) -> None:
@@ -552,7 +558,11 @@ class MembraneStrategy(Strategy):
             )
             for m in turn.memories
         ]
-        options = {"new_session": self._new_session(history)} if self.session_clock else {}
+        options: dict[str, Any] = {}
+        if self.session_clock:
+            options["new_session"] = self._new_session(history)
+        if self.takes_speakers and self.speakers:
+            options["speakers"] = self.speakers
         c0, t0 = time.process_time_ns(), time.perf_counter_ns()
         result = self._compiler.compile(
             memories=memories,
@@ -628,6 +638,17 @@ def membrane_sessions() -> Strategy:
         "request that comes more than 5 minutes after the last message (issue 18: the cut "
         "moves where the cache is cold anyway).",
         sessions=True,
+    )
+
+
+def membrane_speakers() -> Strategy:
+    """Membrane told who is who (the conversation suite only: its chats name both people)."""
+    return MembraneStrategy(
+        "membrane_speakers",
+        "Membrane, speakers named",
+        "Defaults, with speakers= mapping each person's name to the role they write as, so a "
+        "question naming one weighs what they wrote (issue 18).",
+        speakers=True,
     )
 
 

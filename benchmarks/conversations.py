@@ -56,6 +56,7 @@ from benchmarks._strategies import (
     _to_llama,
     make_strategy,
     membrane_sessions,
+    membrane_speakers,
 )
 from benchmarks._suite import command_line
 from benchmarks._tokens import ENCODING, FRAMING_TOKENS, count_messages, count_text
@@ -73,7 +74,7 @@ __all__ = [
 
 STRATEGIES = ("naive", "langchain", "llamaindex_memory", "membrane", "membrane_cheap")
 # Run only when named: Membrane with the bundled local embedder (needs the embed extra).
-OPTIONAL_STRATEGIES = ("membrane-embed", "membrane_sessions")
+OPTIONAL_STRATEGIES = ("membrane-embed", "membrane_sessions", "membrane_speakers")
 KNOWN = (*STRATEGIES, *OPTIONAL_STRATEGIES)
 REFERENCE = "everything"
 BUDGETS = (4000, 8000)
@@ -203,6 +204,8 @@ def _ask(strategy: Strategy, history: list[dict[str, Any]], question: str) -> Bu
 def _make(name: str) -> Strategy:
     if name == "membrane_sessions":
         return membrane_sessions()
+    if name == "membrane_speakers":
+        return membrane_speakers()
     return SendEverything() if name == REFERENCE else make_strategy(name)
 
 
@@ -261,6 +264,7 @@ def play(conv: Conversation, strategy: Strategy, budget: int) -> list[Request]:
     scenario = Scenario(
         f"c{conv.seed}", f"conversation {conv.seed}", conv.seed, budget, conv.system_prompt, ()
     )
+    strategy.speakers = {m.speaker: m.role for m in conv.messages}
     strategy.start(scenario)
     caches = _Caches()
     history: list[dict[str, Any]] = []
@@ -531,6 +535,7 @@ SHORT = {
     "membrane_cheap": "M. cheap",
     "membrane-embed": "M. + embedder",
     "membrane_sessions": "M. + sessions",
+    "membrane_speakers": "M. + speakers",
 }
 _KIND_TITLES = {
     "single": "single fact, one turn",

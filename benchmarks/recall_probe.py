@@ -36,17 +36,24 @@ def _recall_block(messages: list[dict[str, Any]], question: str) -> str:
     return head[start:] if sep and start >= 0 else ""
 
 
-def probe(seeds: list[int], budget: int) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per mode and kind: questions, hits, recalled and wasted tokens, and recall reasons."""
+def probe(
+    seeds: list[int], budget: int, speakers: bool = False
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per mode and kind: questions, hits, recalled and wasted tokens, and recall reasons.
+
+    ``speakers``: every compile passes who is who (``speakers=``, each person's name and role).
+    """
     out: dict[str, dict[str, dict[str, Any]]] = {
         mode: {kind: defaultdict(int) for kind in (*KINDS, "all")} for mode in MODES
     }
     for seed in seeds:
-        _play(build_conversation(seed), budget, out)
+        _play(build_conversation(seed), budget, out, speakers)
     return {mode: {k: dict(v) for k, v in kinds.items()} for mode, kinds in out.items()}
 
 
-def _play(conv: Conversation, budget: int, out: dict[str, dict[str, dict[str, Any]]]) -> None:
+def _play(
+    conv: Conversation, budget: int, out: dict[str, dict[str, dict[str, Any]]], speakers: bool
+) -> None:
     from membrane import ContextCompiler
 
     compiler = ContextCompiler(
@@ -56,6 +63,7 @@ def _play(conv: Conversation, budget: int, out: dict[str, dict[str, dict[str, An
         token_scale=1.0,
     )
     texts = [m.text for m in conv.messages]
+    who = {m.speaker: m.role for m in conv.messages} if speakers else None
     history: list[dict[str, Any]] = []
     asked: dict[int, list[int]] = defaultdict(list)
     for i, q in enumerate(conv.questions):
@@ -64,7 +72,7 @@ def _play(conv: Conversation, budget: int, out: dict[str, dict[str, dict[str, An
     def ask(index: int, mode: str) -> None:
         q = conv.questions[index]
         result = compiler.compile(
-            memories=[], conversation_messages=list(history), user_message=q.text
+            memories=[], conversation_messages=list(history), user_message=q.text, speakers=who
         )
         messages = list(result.messages)
         scored = scored_texts(messages, conv.system_prompt, q.text)
@@ -109,10 +117,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--split", default="dev", choices=("dev", "heldout", "all"))
     parser.add_argument("--out", default="recall_probe")
     parser.add_argument("--note", default="", help="what the measured code changes (recorded)")
+    parser.add_argument(
+        "--speakers", action="store_true", help="pass each chat's speakers map to Membrane"
+    )
     args = parser.parse_args(argv)
     seeds = conversation_seeds(args.conversations, args.split)
     started = time.perf_counter()
-    results = {str(budget): probe(seeds, budget) for budget in BUDGETS}
+    results = {str(budget): probe(seeds, budget, args.speakers) for budget in BUDGETS}
     for budget, modes in results.items():
         for mode, kinds in modes.items():
             parts = "; ".join(f"{kind} {_line(kinds[kind])}" for kind in (*KINDS, "all"))
@@ -124,7 +135,11 @@ def main(argv: list[str] | None = None) -> None:
             "command": command_line(),
             "machine": machine(),
             "elapsed_seconds": round(time.perf_counter() - started, 1),
-            "settings": {"conversations": args.conversations, "split": args.split},
+            "settings": {
+                "conversations": args.conversations,
+                "split": args.split,
+                "speakers": args.speakers,
+            },
             "variant": args.note,
             "results": results,
         },

@@ -75,6 +75,8 @@ class EchoChat:
 
 pipe, store, chat_generator = Pipeline(), InMemoryDocumentStore(), EchoChat()
 """,
+    "history.md": _MEMORIES
+    + "from membrane import ContextCompiler\ncompiler = ContextCompiler(4000, token_scale=1.0)\n",
     "interrupt-protocol.md": """
 stream = ["Checking. <SYSTEM_INTERR", "UPT_FETCH[user's timezone]> One", " moment."]
 shown, lookups = [], []

@@ -23,6 +23,7 @@ from membrane.report import CompileMetrics, CompileReport, note_preflight_cache
 from membrane.result import CompileResult, CostQuote
 from membrane.session import KeyedLocks, LRUCache, StateScope, StoreNotes, run_off_loop
 from membrane.stages.agent import agent_inputs, check_tools_change
+from membrane.stages.history import Writers, check_speakers
 from membrane.stages.layout import ContextLayoutEngine
 from membrane.stages.preflight import (
     PreflightCache,
@@ -173,6 +174,7 @@ class ContextCompiler:
         history_version: HistoryVersion | None = None,
         new_session: bool = False,
         message_token_counts: Sequence[int | None] | None = None,
+        speakers: Mapping[str, str] | None = None,
         debug: bool = False,
     ) -> CompileResult:
         """Compile one turn.
@@ -192,12 +194,15 @@ class ContextCompiler:
         that comes after the provider's cache expired with ``new_session`` (see docs/history.md).
         ``message_token_counts`` (an int or None per history message): the caller's counts of
         their texts, taken on trust (see :func:`membrane.turn.check_message_counts`).
+        ``speakers`` (a person's name -> ``"user"``/``"assistant"``; or a message's ``name``):
+        recall weighs what the person a question names wrote (see docs/history.md).
 
         One compiler may be shared by threads and tasks: compiles of one conversation take
         turns, each one's state read, window, tail, state write and ``metrics_callback`` in
         one critical section; compiles of different conversations run side by side.
         """
         check_compressor(compress_sync)
+        writers = Writers.from_speakers(check_speakers(speakers))
         notes = StoreNotes()
         watch = start_watch(profile)
         turn = self._normalise(
@@ -220,7 +225,8 @@ class ContextCompiler:
             watch=watch,
         )
         with self._locks.hold(turn.conversation):
-            return self._compile_turn(replace(turn, new_session=new_session), notes, watch)
+            turn = replace(turn, new_session=new_session, writers=writers)
+            return self._compile_turn(turn, notes, watch)
 
     def _compile_turn(self, turn: Turn, notes: StoreNotes, watch: Watch) -> CompileResult:
         """The stages of one compile, from the state read to the state write and the result."""

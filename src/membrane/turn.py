@@ -30,6 +30,7 @@ from membrane.records import (
 from membrane.stages.agent import AgentInputs
 from membrane.stages.firewall import Offer
 from membrane.stages.fit import FitRules, ItemCap
+from membrane.stages.history import NO_WRITERS, Writers
 from membrane.stages.layout import ContextLayoutEngine, render_memories
 from membrane.stages.preflight import SyncCompressor, check_compressed
 from membrane.stages.tail import TailInput
@@ -85,6 +86,8 @@ class Turn:
     label: QueryLabel | None = None
     report_policies: bool = False
     new_session: bool = False
+    #: Who writes each role, from the caller's ``speakers`` map.
+    writers: Writers = NO_WRITERS
     # What validating the history proved (its digest, the caller's history_version).
     proof: CheckedPrefix | None = None
 
@@ -117,6 +120,7 @@ class Turn:
             counter=self.counter,
             budget_counted=self.budget_counted,
             semantic=semantic,
+            writers=self.writers,
         )
 
     @functools.cached_property

@@ -27,9 +27,11 @@ from membrane.stages.firewall import (
     thin_lines,
 )
 from membrane.stages.history import (
+    NO_WRITERS,
     HistoryTracker,
     RecalledPassage,
     WindowCover,
+    Writers,
     recall_candidates,
     recall_reason,
     select_passages,
@@ -69,6 +71,8 @@ class TailInput:
     counter: MemoizedCounter
     budget_counted: int
     semantic: SemanticCall | None
+    #: Who writes each role (the caller's ``speakers``), for a question that names one.
+    writers: Writers = NO_WRITERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +175,8 @@ def _recall_need(
         return None, None
     stats, query = tracker.stats, turn.user_message
     asks = any(is_question(s) for s in split_sentences(query))
-    cover = window_cover((message_text(m) for m in window.kept), query, stats, asks=asks)
+    kept = (message_text(m) for m in window.kept)
+    cover = window_cover(kept, query, stats, asks=asks, writers=turn.writers)
     return recall_reason(tracker, query, cover, PIN_MIN_SCORE), cover
 
 

@@ -7,6 +7,7 @@ Three algorithms, one module each, behind this facade:
 - :mod:`._index`: the eviction index, one line per dropped message (:func:`index_digest`);
 - :mod:`._recall`: dropped passages scored against the turn and brought back
   (:func:`select_passages`);
+- :mod:`._speakers`: who wrote a message, for a question that names them;
 - :mod:`._snapshot`: the tracker saved in the state store and restored from it
   (:func:`restore_tracker`).
 
@@ -42,13 +43,22 @@ from membrane.stages.history._snapshot import (
     restore_tracker,
     snapshot_tracker,
 )
+from membrane.stages.history._speakers import (
+    NO_WRITERS,
+    SPEAKER_ROLES,
+    Writers,
+    check_speakers,
+    writer_name,
+)
 
 __all__ = [
     "INDEX_HEADER",
     "KEYFRAME_SPAN_TOKENS",
+    "NO_WRITERS",
     "PASSAGE_WORDS",
     "RARE_DOCUMENT_FREQUENCY",
     "RECALL_HEADER",
+    "SPEAKER_ROLES",
     "CutEvent",
     "HistoryTracker",
     "IndexLine",
@@ -56,6 +66,8 @@ __all__ = [
     "RecalledPassage",
     "TrackerSnapshot",
     "WindowCover",
+    "Writers",
+    "check_speakers",
     "index_digest",
     "read_snapshot",
     "recall_candidates",
@@ -68,4 +80,5 @@ __all__ = [
     "snapshot_tracker",
     "telling_words",
     "window_cover",
+    "writer_name",
 ]

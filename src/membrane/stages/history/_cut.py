@@ -46,6 +46,7 @@ from membrane.stages.history._recall import (
     score_passages,
 )
 from membrane.stages.history._shared import Count
+from membrane.stages.history._speakers import NO_WRITERS, Writers, writer_name
 from membrane.text.relevance import TermStats, content_word_set, content_words
 from membrane.text.sentences import split_sentences
 from membrane.text.sketch import TermSketch
@@ -143,11 +144,13 @@ class HistoryTracker:
     lines: list[IndexLine] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
     postings: Postings = field(default_factory=dict)
+    #: Some dropped message names its writer (its ``name`` field; see ``_speakers``).
+    has_writers: bool = False
     stats: TermStats = field(default_factory=TermSketch)
     resumed_events: int = 0
     # pid -> the passage recalled whole
     _recalled: dict[int, RecalledPassage] = field(default_factory=dict)
-    _last_scores: tuple[tuple[str, int, int], dict[int, float]] | None = None
+    _last_scores: tuple[tuple[str, int, int, Writers], dict[int, float]] | None = None
 
     @property
     def seen_messages(self) -> int:
@@ -279,7 +282,9 @@ class HistoryTracker:
             if not text.strip():
                 continue
             label = speaker_label(message, calls)
-            for passage in passages_of(unit, start + offset, label, text):
+            writer = writer_name(message)
+            self.has_writers = self.has_writers or writer is not None
+            for passage in passages_of(unit, start + offset, label, text, writer):
                 if post:
                     add_postings(self.postings, len(self.passages), passage)
                 self.passages.append(passage)
@@ -306,12 +311,13 @@ class HistoryTracker:
             known = self._recalled[pid] = recalled_whole(pid, self.passages[pid], self.count)
         return known
 
-    def score_passages(self, query: str) -> dict[int, float]:
+    def score_passages(self, query: str, writers: Writers = NO_WRITERS) -> dict[int, float]:
         """Relevance of each dropped passage to ``query``; see :func:`._recall.score_passages`."""
         # Rarities move with every message seen, so the memo holds within one compile only.
-        key = (query, len(self.passages), self.stats.documents)
+        key = (query, len(self.passages), self.stats.documents, writers)
         if self._last_scores is not None and self._last_scores[0] == key:
             return self._last_scores[1]
-        scores = score_passages(self.passages, self.postings, self.stats, query)
+        named = writers if writers.by_role or self.has_writers else None
+        scores = score_passages(self.passages, self.postings, self.stats, query, named)
         self._last_scores = (key, scores)
         return scores

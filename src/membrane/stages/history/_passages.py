@@ -44,9 +44,13 @@ class Passage:
     role: str
     text: str
     sentences: tuple[str, ...]
+    #: The message's own ``name`` (who wrote it), when it has one (see ``_speakers``).
+    writer: str | None = None
 
 
-def passages_of(unit: int, message: int, role: str, text: str) -> list[Passage]:
+def passages_of(
+    unit: int, message: int, role: str, text: str, writer: str | None = None
+) -> list[Passage]:
     """``text`` cut into passages of whole sentences, about PASSAGE_WORDS words each."""
     out: list[Passage] = []
     bucket: list[str] = []
@@ -55,7 +59,7 @@ def passages_of(unit: int, message: int, role: str, text: str) -> list[Passage]:
     def flush() -> None:
         if bucket:
             body = " ".join(bucket)
-            out.append(Passage(unit, message, role, body, tuple(bucket)))
+            out.append(Passage(unit, message, role, body, tuple(bucket), writer))
 
     for sentence in split_sentences(text):
         n = len(sentence.split())
@@ -65,7 +69,7 @@ def passages_of(unit: int, message: int, role: str, text: str) -> list[Passage]:
             tokens = sentence.split()
             for i in range(0, len(tokens), PASSAGE_WORDS):
                 piece = " ".join(tokens[i : i + PASSAGE_WORDS])
-                out.append(Passage(unit, message, role, piece, (piece,)))
+                out.append(Passage(unit, message, role, piece, (piece,), writer))
             continue
         if words and words + n > PASSAGE_WORDS * 1.5:
             flush()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from membrane.prompt_text import recalled_line
 from membrane.stages.history._passages import Passage, Postings, stated_memo
 from membrane.stages.history._shared import Count
+from membrane.stages.history._speakers import NO_WRITERS, Writers
 from membrane.text.relevance import (
     TermStats,
     content_words,
@@ -63,7 +64,8 @@ class WindowCover:
     ``telling`` maps the query's telling words to their weights; ``held`` lists, for each
     kept message stating some of them, those words with their sentence weights (as a
     passage's postings weigh them). A kept message *holds* a dropped one's words only when
-    they share at least ``_MIN_HELD_WORDS`` telling words.
+    they share at least ``_MIN_HELD_WORDS`` telling words. ``writers`` (the caller's
+    speakers) weigh the ranking of dropped passages only.
 
     For a turn that asks nothing (``asks`` false), a dropped message adds to the window what
     it states of the telling words beyond the kept message holding the most of them. For a
@@ -75,6 +77,8 @@ class WindowCover:
     telling: Mapping[str, float]
     held: tuple[frozenset[tuple[str, float]], ...]
     asks: bool = False
+    #: Who writes each role, by the caller's ``speakers`` map (see ``_speakers``).
+    writers: Writers = NO_WRITERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +151,11 @@ def _telling_now(query: str, stats: TermStats) -> dict[str, float]:
 
 
 def score_passages(
-    passages: Sequence[Passage], postings: Postings, stats: TermStats, query: str
+    passages: Sequence[Passage],
+    postings: Postings,
+    stats: TermStats,
+    query: str,
+    writers: Writers | None = None,
 ) -> dict[int, float]:
     """Relevance of each dropped passage to ``query`` (only passages sharing a word).
 
@@ -155,25 +163,39 @@ def score_passages(
     at half weight on top, so the part of a record that holds the answer ranks with the
     part that names the record. Only the query's most telling words are looked up, which
     bounds the work however long the conversation grows.
+
+    With ``writers``, a passage gains what its writer's name weighs when the query names them
+    (:meth:`._speakers.Writers.gain`).
     """
     own: dict[int, float] = {}
     context: dict[int, float] = {}
-    for w, weight in telling_words(query, stats).items():
+    telling = telling_words(query, stats)
+    for w, weight in telling.items():
         posting = postings.get(w)
         if posting and len(posting) <= MAX_POSTINGS_SCANNED:
             _gains(posting, weight, own, context)
-    return {
+    scores = {
         pid: score + _MESSAGE_CONTEXT_WEIGHT * context[passages[pid].message]
         for pid, score in own.items()
     }
+    if writers is not None:
+        for pid in scores:
+            scores[pid] += writers.gain(passages[pid], telling)
+    return scores
 
 
 def window_cover(
-    texts: Iterable[str], query: str, stats: TermStats, *, asks: bool = False
+    texts: Iterable[str],
+    query: str,
+    stats: TermStats,
+    *,
+    asks: bool = False,
+    writers: Writers = NO_WRITERS,
 ) -> WindowCover:
     """The query's telling words, and which of them each of ``texts`` (kept messages) states.
 
-    ``asks``: the query asks a question (see :class:`WindowCover`).
+    ``asks``: the query asks a question (see :class:`WindowCover`); ``writers`` weigh the
+    dropped passages recall ranks (the window is judged by what its messages state).
     """
     telling = telling_words(query, stats)
     held: dict[frozenset[tuple[str, float]], None] = {}
@@ -182,7 +204,7 @@ def window_cover(
         found = frozenset((w, stated[w]) for w in telling if w in stated)
         if found:
             held[found] = None
-    return WindowCover(telling, tuple(held), asks)
+    return WindowCover(telling, tuple(held), asks, writers)
 
 
 @functools.lru_cache(maxsize=16_384)
@@ -245,7 +267,7 @@ def _needed(
 def _needed_now(
     tracker: HistoryTracker, query: str, cover: WindowCover | None, min_score: float
 ) -> dict[int, float]:
-    scores = tracker.score_passages(query)
+    scores = tracker.score_passages(query, cover.writers if cover is not None else NO_WRITERS)
     if not scores or max(scores.values()) < min_score:
         return {}
     if cover is None:
@@ -264,7 +286,9 @@ def _needed_now(
 
 
 def _stated_by_message(
-    tracker: HistoryTracker, scores: Mapping[int, float], telling: Mapping[str, float]
+    tracker: HistoryTracker,
+    scores: Mapping[int, float],
+    telling: Mapping[str, float],
 ) -> dict[int, dict[str, float]]:
     """For each message of a scored passage, the telling words its scored passages state, each
     at its largest sentence weight.
@@ -312,7 +336,7 @@ def recall_reason(
     """
     if _needed(tracker, query, cover, min_score):
         return "needed"
-    scores = tracker.score_passages(query)
+    scores = tracker.score_passages(query, cover.writers if cover is not None else NO_WRITERS)
     if not scores or max(scores.values()) < min_score:
         return "no_match"
     return "window_answers" if cover is not None and cover.asks else "window_holds"
