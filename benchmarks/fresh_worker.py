@@ -156,7 +156,8 @@ def child(argv: list[str]) -> int:
     else:
         from membrane import InMemoryStateStore
 
-        embedder = _CountingEmbedder() if side == "embedder" else None
+        if side == "embedder":
+            embedder = _CountingEmbedder()
         _compile(warm, InMemoryStateStore(), warm["history"], embedder)
         if embedder is not None:
             embedder.texts = 0  # the warm-up's

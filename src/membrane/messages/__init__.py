@@ -32,6 +32,8 @@ from membrane.messages._parts import (
 )
 from membrane.messages._text import (
     IMAGE_PART_TEXT,
+    MAX_NAME_CHARS,
+    PERSON_ROLES,
     Message,
     history_text,
     is_call_stub,
@@ -40,6 +42,7 @@ from membrane.messages._text import (
     message_text,
     speaker_label,
     tool_call_labels,
+    writer_name,
 )
 from membrane.messages._time import TIMESTAMP_KEY, message_time, unstamped
 from membrane.messages._tools import (
@@ -52,6 +55,8 @@ from membrane.messages._tools import (
 
 __all__ = [
     "IMAGE_PART_TEXT",
+    "MAX_NAME_CHARS",
+    "PERSON_ROLES",
     "TIMESTAMP_KEY",
     "CheckedPrefix",
     "HistoryUnit",
@@ -90,4 +95,5 @@ __all__ = [
     "tools_text",
     "unstamped",
     "validate_messages",
+    "writer_name",
 ]

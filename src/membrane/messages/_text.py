@@ -13,6 +13,8 @@ from typing import Any
 
 __all__ = [
     "IMAGE_PART_TEXT",
+    "MAX_NAME_CHARS",
+    "PERSON_ROLES",
     "Message",
     "history_text",
     "is_call_stub",
@@ -21,9 +23,15 @@ __all__ = [
     "message_text",
     "speaker_label",
     "tool_call_labels",
+    "writer_name",
 ]
 
 Message = dict[str, Any]
+
+#: The roles a person writes as (tool results have no person behind them).
+PERSON_ROLES = ("user", "assistant")
+#: How much of a person's name is read (a longer one is cut, a longer speakers key refused).
+MAX_NAME_CHARS = 200
 
 # Images are counted through a fixed stand-in text; their real cost depends on size and detail.
 IMAGE_PART_TEXT = "[image]"
@@ -170,3 +178,12 @@ def speaker_label(message: Mapping[str, Any], calls: Mapping[str, str]) -> str:
             named = "; ".join(a for a in answered if a)
             return f"tool result ({named})" if named else "tool result"
     return role
+
+
+def writer_name(message: Mapping[str, Any]) -> str | None:
+    """Who wrote a user or assistant message, by its own ``name`` field (OpenAI's), when that is
+    a usable string (at most its first 200 characters); None otherwise."""
+    name = message.get("name")
+    if message.get("role") not in PERSON_ROLES or not isinstance(name, str):
+        return None
+    return name[:MAX_NAME_CHARS] or None

@@ -43,13 +43,7 @@ from membrane.stages.history._snapshot import (
     restore_tracker,
     snapshot_tracker,
 )
-from membrane.stages.history._speakers import (
-    NO_WRITERS,
-    SPEAKER_ROLES,
-    Writers,
-    check_speakers,
-    writer_name,
-)
+from membrane.stages.history._speakers import NO_WRITERS, Writers, check_speakers
 
 __all__ = [
     "INDEX_HEADER",
@@ -58,7 +52,6 @@ __all__ = [
     "PASSAGE_WORDS",
     "RARE_DOCUMENT_FREQUENCY",
     "RECALL_HEADER",
-    "SPEAKER_ROLES",
     "CutEvent",
     "HistoryTracker",
     "IndexLine",
@@ -80,5 +73,4 @@ __all__ = [
     "snapshot_tracker",
     "telling_words",
     "window_cover",
-    "writer_name",
 ]

@@ -37,6 +37,7 @@ from membrane.messages import (
     message_time,
     speaker_label,
     tool_call_labels,
+    writer_name,
 )
 from membrane.stages.history._index import IndexLine, index_line
 from membrane.stages.history._passages import Passage, Postings, add_postings, passages_of
@@ -46,7 +47,7 @@ from membrane.stages.history._recall import (
     score_passages,
 )
 from membrane.stages.history._shared import Count
-from membrane.stages.history._speakers import NO_WRITERS, Writers, writer_name
+from membrane.stages.history._speakers import NO_WRITERS, Writers
 from membrane.text.relevance import TermStats, content_word_set, content_words
 from membrane.text.sentences import split_sentences
 from membrane.text.sketch import TermSketch

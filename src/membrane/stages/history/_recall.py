@@ -286,9 +286,7 @@ def _needed_now(
 
 
 def _stated_by_message(
-    tracker: HistoryTracker,
-    scores: Mapping[int, float],
-    telling: Mapping[str, float],
+    tracker: HistoryTracker, scores: Mapping[int, float], telling: Mapping[str, float]
 ) -> dict[int, dict[str, float]]:
     """For each message of a scored passage, the telling words its scored passages state, each
     at its largest sentence weight.

@@ -16,25 +16,14 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from membrane.errors import InvalidInputError
+from membrane.messages import MAX_NAME_CHARS, PERSON_ROLES
 from membrane.stages.history._passages import Passage, stated_memo
 from membrane.text.relevance import content_words, stem
 
-__all__ = [
-    "NO_WRITERS",
-    "SPEAKER_ROLES",
-    "WRITER_WEIGHT",
-    "Writers",
-    "check_speakers",
-    "name_stems",
-    "writer_name",
-]
+__all__ = ["NO_WRITERS", "WRITER_WEIGHT", "Writers", "check_speakers", "name_stems"]
 
-#: The roles a person writes as (tool results have no person behind them).
-SPEAKER_ROLES = ("user", "assistant")
-_MAX_NAME_CHARS = 200
 #: What the name of a passage's writer weighs when the query names them, times the name's
 #: weight. On the conversation benchmark's development split (``recall_probe --speakers``)
 #: 1.5 (a word the passage states) recalls the same answers with 90% of the tokens, 3.0 with
@@ -66,7 +55,7 @@ class Writers:
 
     def of(self, role: str, name: str | None) -> frozenset[str]:
         """The name words a message of ``role`` states; its own ``name`` wins over the map."""
-        if role not in SPEAKER_ROLES:
+        if role not in PERSON_ROLES:
             return frozenset()
         if name:
             return name_stems(name)
@@ -89,14 +78,6 @@ class Writers:
 NO_WRITERS = Writers()
 
 
-def writer_name(message: Mapping[str, Any]) -> str | None:
-    """A person's message's own ``name`` field (OpenAI's), when it is a usable string."""
-    name = message.get("name")
-    if message.get("role") not in SPEAKER_ROLES or not isinstance(name, str):
-        return None
-    return name[:_MAX_NAME_CHARS] or None
-
-
 def check_speakers(speakers: object) -> dict[str, str] | None:
     """The caller's ``speakers`` map (a person's name -> ``"user"`` or ``"assistant"``), checked."""
     if speakers is None:
@@ -107,13 +88,13 @@ def check_speakers(speakers: object) -> dict[str, str] | None:
         )
     out: dict[str, str] = {}
     for name, role in speakers.items():
-        if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME_CHARS:
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_CHARS:
             raise InvalidInputError(
-                f"a speaker's name must be a non-empty str of at most {_MAX_NAME_CHARS} "
+                f"a speaker's name must be a non-empty str of at most {MAX_NAME_CHARS} "
                 f"characters, got {name!r:.60}",
                 field="speakers",
             )
-        if role not in SPEAKER_ROLES:
+        if role not in PERSON_ROLES:
             raise InvalidInputError(
                 f"speaker {name!r:.60} writes as {role!r:.30}; a role is 'user' or 'assistant'",
                 field="speakers",
