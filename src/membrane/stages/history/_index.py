@@ -120,23 +120,32 @@ def _truncate_to(text: str, count: Count, max_tokens: int) -> str:
 def _densities(sentences: Sequence[str], stats: TermStats) -> tuple[list[float], list[float]]:
     """Each sentence's :func:`sentence_density`, and the same with each word's rarity divided
     by how many sentences of the message use it (the two agree when no word repeats)."""
-    words = [content_words(sentence) for sentence in sentences]
-    shapes = [{w: _shape(w) for w in set(sentence_words)} for sentence_words in words]
+    read = [_shaped_words(sentence) for sentence in sentences]
     spread: dict[str, int] = {}
-    for shaped in shapes:
-        for shape in set(shaped.values()):
+    for _, shapes, _ in read:
+        for shape in set(shapes):
             spread[shape] = spread.get(shape, 0) + 1
     plain, distinct = [], []
-    for sentence_words, shaped in zip(words, shapes, strict=True):
-        if not shaped:
+    for words, shapes, n in read:
+        if not words:
             plain.append(0.0)
             distinct.append(0.0)
             continue
-        root = math.sqrt(len(sentence_words))
-        rarity = dict(zip(shaped, stats.idfs(shaped), strict=True))
-        plain.append(math.fsum(rarity.values()) / root)
-        distinct.append(math.fsum(r / spread[shaped[w]] for w, r in rarity.items()) / root)
+        root = math.sqrt(n)
+        rarity = stats.idfs(words)
+        plain.append(math.fsum(rarity) / root)
+        distinct.append(
+            math.fsum(r / spread[shape] for r, shape in zip(rarity, shapes, strict=True)) / root
+        )
     return plain, distinct
+
+
+def _shaped_words(sentence: str) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    """The sentence's distinct content words, the :func:`_shape` of each, and how many content
+    words it has (repeats included)."""
+    words = content_words(sentence)
+    distinct = tuple(dict.fromkeys(words))
+    return distinct, tuple(_shape(w) for w in distinct), len(words)
 
 
 def _keyframes(density: list[float], specifics: list[frozenset[str]], total: int) -> set[int]:

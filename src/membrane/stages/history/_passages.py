@@ -92,26 +92,32 @@ def stated_words(sentences: Sequence[str]) -> dict[str, float]:
     Labs. Which value was it?") is part of that question and weighs as it does.
     """
     weights: dict[str, float] = {}
-    for i, sentence in enumerate(sentences):
-        if is_request(sentence):
+    read = [_read_sentence(sentence) for sentence in sentences]
+    for i, (stems, request, question, _) in enumerate(read):
+        if request:
             continue
-        if is_question(sentence):
-            weight = _QUESTION_WEIGHT
-        elif i + 1 < len(sentences) and _asks_about(sentences[i + 1]):
-            if is_request(sentences[i + 1]):
-                continue
-            weight = _QUESTION_WEIGHT
+        leaned_on = not question and i + 1 < len(read) and read[i + 1][3]
+        if leaned_on and read[i + 1][1]:
+            continue  # what a request leans on is part of the request
+        if question or leaned_on:
+            for w in stems:
+                weights.setdefault(w, _QUESTION_WEIGHT)
         else:
-            weight = 1.0
-        for w in map(stem, content_words(sentence)):
-            if weights.get(w, 0.0) < weight:
-                weights[w] = weight
+            weights.update(dict.fromkeys(stems, 1.0))
     return weights
 
 
-def _asks_about(sentence: str) -> bool:
-    """A question that leans on the sentence before it (as :func:`asked_text` reads it)."""
-    return is_question(sentence) and depends_on_previous(sentence)
+@functools.lru_cache(maxsize=65_536)
+def _read_sentence(sentence: str) -> tuple[tuple[str, ...], bool, bool, bool]:
+    """A sentence's distinct stems in order, and whether it is a request, a question, and a
+    question leaning on the sentence before (as :func:`asked_text` reads it).
+
+    Memoised: the sentences of a message are read when it is checked in the window and again
+    as a passage once it is dropped.
+    """
+    question = is_question(sentence)
+    stems = tuple(dict.fromkeys(map(stem, content_words(sentence))))
+    return stems, is_request(sentence), question, question and depends_on_previous(sentence)
 
 
 @functools.lru_cache(maxsize=16_384)

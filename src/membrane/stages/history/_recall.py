@@ -267,7 +267,7 @@ def _needed(
 def _needed_now(
     tracker: HistoryTracker, query: str, cover: WindowCover | None, min_score: float
 ) -> dict[int, float]:
-    scores = tracker.score_passages(query, cover.writers if cover is not None else NO_WRITERS)
+    scores = tracker.score_passages(query, _writers(cover))
     if not scores or max(scores.values()) < min_score:
         return {}
     if cover is None:
@@ -334,10 +334,14 @@ def recall_reason(
     """
     if _needed(tracker, query, cover, min_score):
         return "needed"
-    scores = tracker.score_passages(query, cover.writers if cover is not None else NO_WRITERS)
+    scores = tracker.score_passages(query, _writers(cover))
     if not scores or max(scores.values()) < min_score:
         return "no_match"
     return "window_answers" if cover is not None and cover.asks else "window_holds"
+
+
+def _writers(cover: WindowCover | None) -> Writers:
+    return cover.writers if cover is not None else NO_WRITERS
 
 
 def _best_sentence(passage: Passage, telling: Mapping[str, float]) -> str:
