@@ -72,6 +72,7 @@ typecheck: $(STAMP)
 
 test: $(STAMP) $(CREWAI_STAMP) oracle system-deps lint typecheck
 	$(BIN)/pytest -q
+	$(BIN)/python tests/golden/output_hashes.py --check --skip-errors
 	$(CREWAI_VENV)/bin/mypy src/membrane/adapters/crewai.py
 	MEMBRANE_ADAPTER_ENV=crewai $(CREWAI_VENV)/bin/pytest -q $(CREWAI_TESTS)
 
