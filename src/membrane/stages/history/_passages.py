@@ -10,6 +10,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
 from membrane.stages.history._shared import is_request
 from membrane.text.relevance import content_words, stem
@@ -93,31 +94,40 @@ def stated_words(sentences: Sequence[str]) -> dict[str, float]:
     """
     weights: dict[str, float] = {}
     read = [_read_sentence(sentence) for sentence in sentences]
-    for i, (stems, request, question, _) in enumerate(read):
-        if request:
+    for i, sentence in enumerate(read):
+        if sentence.request:
             continue
-        leaned_on = not question and i + 1 < len(read) and read[i + 1][3]
-        if leaned_on and read[i + 1][1]:
+        after = read[i + 1] if i + 1 < len(read) else None
+        leaned_on = not sentence.question and after is not None and after.leans_back
+        if leaned_on and after is not None and after.request:
             continue  # what a request leans on is part of the request
-        if question or leaned_on:
-            for w in stems:
+        if sentence.question or leaned_on:
+            for w in sentence.stems:
                 weights.setdefault(w, _QUESTION_WEIGHT)
         else:
-            weights.update(dict.fromkeys(stems, 1.0))
+            weights.update(dict.fromkeys(sentence.stems, 1.0))
     return weights
 
 
-@functools.lru_cache(maxsize=65_536)
-def _read_sentence(sentence: str) -> tuple[tuple[str, ...], bool, bool, bool]:
-    """A sentence's distinct stems in order, and whether it is a request, a question, and a
-    question leaning on the sentence before (as :func:`asked_text` reads it).
+class _Sentence(NamedTuple):
+    """What :func:`stated_words` reads of one sentence."""
 
-    Memoised: the sentences of a message are read when it is checked in the window and again
-    as a passage once it is dropped.
-    """
+    stems: tuple[str, ...]  # distinct, in order
+    request: bool
+    question: bool
+    #: a question leaning on the sentence before it (as :func:`asked_text` reads it)
+    leans_back: bool
+
+
+@functools.lru_cache(maxsize=65_536)
+def _read_sentence(sentence: str) -> _Sentence:
+    """Memoised: the sentences of a message are read when it is checked in the window and
+    again as a passage once it is dropped."""
     question = is_question(sentence)
     stems = tuple(dict.fromkeys(map(stem, content_words(sentence))))
-    return stems, is_request(sentence), question, question and depends_on_previous(sentence)
+    return _Sentence(
+        stems, is_request(sentence), question, question and depends_on_previous(sentence)
+    )
 
 
 @functools.lru_cache(maxsize=16_384)
