@@ -111,3 +111,21 @@ def test_the_sketch_is_the_same_in_every_process() -> None:
         for seed in (1, 2, 3, 4)
     }
     assert len(texts) == 1
+
+
+def test_remembered_counters_stay_bounded_and_match_a_fresh_hash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from membrane.text import sketch as module
+
+    monkeypatch.setattr(module, "_MAX_REMEMBERED", 8)
+    monkeypatch.setattr(module, "_REMEMBERED", {})
+    words = [f"word{i}" for i in range(50)]
+    first = [module._buckets(w) for w in words]
+    assert len(module._REMEMBERED) <= 8
+    module._REMEMBERED.clear()
+    assert [module._buckets(w) for w in words] == first  # the same counters once forgotten
+    sketch = TermSketch()
+    sketch.add_words(words)
+    assert all(sketch.df(w) >= 1 for w in words)
+    assert len(module._REMEMBERED) <= 8

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import hashlib
 import math
 import sys
@@ -33,11 +32,23 @@ _MAX_COUNT = 0xFFFF
 _RAW_BYTES = 2 * _ROWS * SKETCH_WIDTH
 
 
-@functools.lru_cache(maxsize=65_536)
+# Each word's counters, remembered in a plain dict: a sketch reads them for every word of
+# every new message and dropped sentence, and a dict lookup costs a fraction of an
+# lru_cache hit. Cleared when full (rehashing a word is about a microsecond).
+_REMEMBERED: dict[str, tuple[int, int]] = {}
+_MAX_REMEMBERED = 65_536
+
+
 def _buckets(word: str) -> tuple[int, int]:
     """The word's counter in each row (BLAKE2b: Python's own str hash differs per process)."""
-    h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
-    return (h & 0xFFFFFFFF) % SKETCH_WIDTH, SKETCH_WIDTH + (h >> 32) % SKETCH_WIDTH
+    found = _REMEMBERED.get(word)
+    if found is None:
+        h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+        found = (h & 0xFFFFFFFF) % SKETCH_WIDTH, SKETCH_WIDTH + (h >> 32) % SKETCH_WIDTH
+        if len(_REMEMBERED) >= _MAX_REMEMBERED:
+            _REMEMBERED.clear()
+        _REMEMBERED[word] = found
+    return found
 
 
 class TermSketch(TermStats):
@@ -53,16 +64,17 @@ class TermSketch(TermStats):
         self.add_words(content_words(document))
 
     def add_words(self, words: Iterable[str]) -> None:
-        counts = self._counts
+        counts, remembered = self._counts, _REMEMBERED.get
         # In sorted order: where two of a document's words share a counter, the conservative
         # update depends on their order, and a set's order differs between processes.
         for word in sorted(words if isinstance(words, (set, frozenset)) else set(words)):
-            a, b = _buckets(word)
-            low = min(counts[a], counts[b])
+            a, b = remembered(word) or _buckets(word)
+            x, y = counts[a], counts[b]
+            low = x if x < y else y
             if low < _MAX_COUNT:
-                if counts[a] == low:
+                if x == low:
                     counts[a] = low + 1
-                if counts[b] == low:
+                if y == low:
                     counts[b] = low + 1
         self.documents += 1
 
@@ -82,10 +94,10 @@ class TermSketch(TermStats):
 
     def _dfs(self, words: Iterable[str]) -> list[int]:
         """:meth:`df` of each of ``words`` (inlined: recall and the index ask for many)."""
-        counts, buckets = self._counts, _buckets
+        counts, remembered = self._counts, _REMEMBERED.get
         out = []
         for word in words:
-            a, b = buckets(word)
+            a, b = remembered(word) or _buckets(word)
             x, y = counts[a], counts[b]
             out.append(x if x < y else y)
         return out
