@@ -280,13 +280,12 @@ class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
 
     Recall looks up a turn's few most telling words, so filing every word of every dropped
     passage (most of a fresh worker's first compile) is put off: the first lookup of a word
-    reads the passages whose text contains it (but for a final i, a stem's letters open each
-    word it stands for: "citi" for "city"; a passage with non-ASCII text always, as its words
-    are lower-cased one by one)
-    and puts their entries before those of passages dropped since. The entries are those
-    :func:`._passages.add_postings` would have made, except that a word stated by more
-    re-derived passages than recall ever scans keeps only the first of them past that limit
-    (recall skips it either way).
+    reads the passages whose lower-cased text holds the stem's letters (all but a final i,
+    which may stand for a y: "cit" for "citi", the stem of "city"; a passage with non-ASCII
+    text always, as its words are lower-cased one by one) and puts their entries before
+    those of passages dropped since. The entries are those :func:`._passages.add_postings`
+    would have made, except that a word stated by more re-derived passages than recall ever
+    scans keeps only the first of them past that limit (recall skips it either way).
     """
 
     def __init__(self, passages: Sequence[Passage], restored: int) -> None:
