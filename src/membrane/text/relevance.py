@@ -24,6 +24,7 @@ __all__ = [
     "query_weights",
     "rank_fusion",
     "stem",
+    "stem_letters",
 ]
 
 # "I", "I'm", "I've": a capital that marks the speaker, not a name.
@@ -284,6 +285,12 @@ def stem(word: str) -> str:
     if len(word) >= 3 and word[-1] == "y":
         word = word[:-1] + "i"
     return word
+
+
+def stem_letters(key: str) -> str:
+    """Letters that every word :func:`stem` maps to ``key`` holds: the key itself, but for a
+    final i, which may stand for a y ("citi" for "city")."""
+    return key[:-1] if key.endswith("i") else key
 
 
 class Rarity(Protocol):

@@ -33,6 +33,7 @@ from membrane.stages.history._index import IndexLine
 from membrane.stages.history._passages import Passage, sentence_stems, stated_words
 from membrane.stages.history._recall import MAX_POSTINGS_SCANNED
 from membrane.stages.history._shared import Count
+from membrane.text.relevance import stem_letters
 from membrane.text.sketch import TermSketch
 
 __all__ = [
@@ -280,9 +281,9 @@ class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
 
     Recall looks up a turn's few most telling words, so filing every word of every dropped
     passage (most of a fresh worker's first compile) is put off: the first lookup of a word
-    reads the passages whose lower-cased text holds the stem's letters (all but a final i,
-    which may stand for a y: "cit" for "citi", the stem of "city"; a passage with non-ASCII
-    text always, as its words are lower-cased one by one) and puts their entries before
+    reads the passages whose lower-cased text holds the stem's letters (:func:`stem_letters`:
+    "cit" for "citi", the stem of "city"; a passage with non-ASCII text always, as its words
+    are lower-cased one by one) and puts their entries before
     those of passages dropped since. The entries are those :func:`._passages.add_postings`
     would have made, except that a word stated by more re-derived passages than recall ever
     scans keeps only the first of them past that limit (recall skips it either way).
@@ -311,9 +312,7 @@ class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
                 for p in self._passages[: self._restored]
             ]
         found = []
-        # A stem opens each word it stands for, but for a final i that was a y ("citi" for
-        # "city"; see relevance.stem).
-        prefix = word[:-1] if word.endswith("i") else word
+        prefix = stem_letters(word)
         for pid, lowered in enumerate(self._lowered):
             if lowered is not None and prefix not in lowered:
                 continue
