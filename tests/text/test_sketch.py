@@ -47,6 +47,19 @@ def test_the_sketch_never_reads_below_the_exact_count(
         assert sketch.idf(word) == pytest.approx(expected)
 
 
+@given(DOCUMENTS, st.lists(WORDS, min_size=1, max_size=10))
+def test_rarities_read_between_documents_follow_every_new_document(
+    documents: list[list[str]], probe: list[str]
+) -> None:
+    # idfs remembers each frequency's rarity for one number of documents: a document added
+    # since must never leave an old rarity behind.
+    sketch = TermSketch()
+    for words in documents:
+        assert sketch.idfs(probe) == [sketch.idf(w) for w in probe]
+        sketch.add_words(words)
+        assert sketch.idfs(probe + words) == [sketch.idf(w) for w in probe + words]
+
+
 @given(DOCUMENTS)
 def test_a_sketch_survives_its_text_form(documents: list[list[str]]) -> None:
     _, sketch = _both(documents)

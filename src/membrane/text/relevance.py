@@ -239,10 +239,8 @@ def marked_words(text: str) -> tuple[str, ...]:
     Those marks are how writers set apart names, codes and numbers; the first word is skipped
     because it is capitalised anyway. Memoised like :func:`content_words`.
     """
-    words = (m.group(0) for m in _WORD.finditer(text))
-    next(words, None)
-    lowered = (w.lower() for w in words if not w.islower())
-    return tuple(w for w in lowered if w not in STOPWORDS and not _FIRST_PERSON.match(w))
+    lowered = [w.lower() for w in _WORD.findall(text)[1:] if not w.islower()]
+    return tuple([w for w in lowered if w not in STOPWORDS and not _FIRST_PERSON.match(w)])
 
 
 _VOWELS = frozenset("aeiouy")

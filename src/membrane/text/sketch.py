@@ -54,10 +54,13 @@ def _buckets(word: str) -> tuple[int, int]:
 class TermSketch(TermStats):
     """:class:`TermStats` in a fixed-size count-min sketch (see the module)."""
 
-    __slots__ = ("_counts",)
+    __slots__ = ("_counts", "_rarities")
 
     def __init__(self, documents: Iterable[str] = ()) -> None:
         self._counts = array("H", bytes(_RAW_BYTES))
+        # The rarity of each document frequency met so far, for one number of documents.
+        # Replaced whole, never changed for another count, so threads reading it stay right.
+        self._rarities: tuple[int, dict[int, float]] = (-1, {})
         super().__init__(documents)
 
     def add(self, document: str) -> None:
@@ -89,8 +92,24 @@ class TermSketch(TermStats):
         return math.log((self.documents + 1) / (self.df(word) + 0.5)) + 0.1
 
     def idfs(self, words: Iterable[str]) -> list[float]:
-        n, log = self.documents + 1, math.log
-        return [log(n / (df + 0.5)) + 0.1 for df in self._dfs(words)]
+        # :meth:`idf` of each word, inlined. Most words share a few small frequencies, so each
+        # frequency's rarity is computed once per number of documents (the same float).
+        n = self.documents + 1
+        rarities = self._rarities
+        if rarities[0] != n:
+            rarities = self._rarities = (n, {})
+        known, log = rarities[1], math.log
+        counts, remembered = self._counts, _REMEMBERED.get
+        out = []
+        for word in words:
+            a, b = remembered(word) or _buckets(word)
+            x, y = counts[a], counts[b]
+            df = x if x < y else y
+            rarity = known.get(df)
+            if rarity is None:
+                rarity = known[df] = log(n / (df + 0.5)) + 0.1
+            out.append(rarity)
+        return out
 
     def _dfs(self, words: Iterable[str]) -> list[int]:
         """:meth:`df` of each of ``words`` (inlined: recall and the index ask for many)."""

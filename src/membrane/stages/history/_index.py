@@ -8,11 +8,15 @@ the layout of a pasted log or export does not pass for content.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import string
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
+from operator import truediv
 
 from membrane.prompt_text import index_block, index_entry
 from membrane.stages.history._shared import Count, is_request
@@ -121,12 +125,10 @@ def _densities(sentences: Sequence[str], stats: TermStats) -> tuple[list[float],
     """Each sentence's :func:`sentence_density`, and the same with each word's rarity divided
     by how many sentences of the message use it (the two agree when no word repeats)."""
     read = [_shaped_words(sentence) for sentence in sentences]
-    spread: dict[str, int] = {}
-    for _, shapes, _ in read:
-        for shape in set(shapes):
-            spread[shape] = spread.get(shape, 0) + 1
+    spread = Counter(chain.from_iterable(shape_set for _, _, shape_set, _ in read))
+    in_sentences = spread.__getitem__
     plain, distinct = [], []
-    for words, shapes, n in read:
+    for words, shapes, _, n in read:
         if not words:
             plain.append(0.0)
             distinct.append(0.0)
@@ -134,18 +136,21 @@ def _densities(sentences: Sequence[str], stats: TermStats) -> tuple[list[float],
         root = math.sqrt(n)
         rarity = stats.idfs(words)
         plain.append(math.fsum(rarity) / root)
-        distinct.append(
-            math.fsum(r / spread[shape] for r, shape in zip(rarity, shapes, strict=True)) / root
-        )
+        distinct.append(math.fsum(map(truediv, rarity, map(in_sentences, shapes))) / root)
     return plain, distinct
 
 
-def _shaped_words(sentence: str) -> tuple[tuple[str, ...], tuple[str, ...], int]:
-    """The sentence's distinct content words, the :func:`_shape` of each, and how many content
-    words it has (repeats included)."""
+@functools.lru_cache(maxsize=16_384)
+def _shaped_words(
+    sentence: str,
+) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], int]:
+    """The sentence's distinct content words, the :func:`_shape` of each (also as a set), and
+    how many content words it has (repeats included). Memoised: it does not depend on the
+    conversation, and a message's sentences are read again whenever a tracker replays it."""
     words = content_words(sentence)
     distinct = tuple(dict.fromkeys(words))
-    return distinct, tuple(_shape(w) for w in distinct), len(words)
+    shapes = tuple(_shape(w) for w in distinct)
+    return distinct, shapes, frozenset(shapes), len(words)
 
 
 def _keyframes(density: list[float], specifics: list[frozenset[str]], total: int) -> set[int]:
