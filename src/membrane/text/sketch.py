@@ -92,19 +92,15 @@ class TermSketch(TermStats):
         return math.log((self.documents + 1) / (self.df(word) + 0.5)) + 0.1
 
     def idfs(self, words: Iterable[str]) -> list[float]:
-        # :meth:`idf` of each word, inlined. Most words share a few small frequencies, so each
+        # :meth:`idf` of each word. Most words share a few small frequencies, so each
         # frequency's rarity is computed once per number of documents (the same float).
         n = self.documents + 1
         rarities = self._rarities
         if rarities[0] != n:
             rarities = self._rarities = (n, {})
         known, log = rarities[1], math.log
-        counts, remembered = self._counts, _REMEMBERED.get
         out = []
-        for word in words:
-            a, b = remembered(word) or _buckets(word)
-            x, y = counts[a], counts[b]
-            df = x if x < y else y
+        for df in self._dfs(words):
             rarity = known.get(df)
             if rarity is None:
                 rarity = known[df] = log(n / (df + 0.5)) + 0.1
