@@ -36,6 +36,7 @@ __all__ = [
     "make_strategy",
     "membrane_sessions",
     "membrane_speakers",
+    "membrane_speakers_embed",
     "memory_block",
     "shared_local_embedder",
 ]
@@ -641,6 +642,11 @@ def membrane_sessions() -> Strategy:
     )
 
 
+def membrane_speakers_embed() -> Strategy:
+    """Membrane told who is who and given the local embedder (the conversation suite only)."""
+    return MembraneEmbedStrategy(speakers=True)
+
+
 def membrane_speakers() -> Strategy:
     """Membrane told who is who (the conversation suite only: its chats name both people)."""
     return MembraneStrategy(
@@ -705,18 +711,32 @@ class _ConversationVectors:
         return [self.vectors[t] for t in texts]
 
 
+_EMBED_DESCRIPTION = (
+    "embedder=membrane.lod.local_embedder() (all-MiniLM-L6-v2 int8 ONNX, one thread): "
+    "similarity to the question is a third vote in rank fusion for memories and recalled "
+    "passages, and the dropped passages closest to the question come back after the word "
+    "matches. Needs the embed extra."
+)
+
+
 class MembraneEmbedStrategy(MembraneStrategy):
     """Membrane with the local embedder; each conversation starts with no vectors."""
 
-    def __init__(self) -> None:
+    def __init__(self, speakers: bool = False) -> None:
         model = shared_local_embedder()
-        super().__init__(
-            "membrane-embed",
-            "Membrane, embedder=local_embedder()",
-            "Defaults plus embedder=membrane.lod.local_embedder() (all-MiniLM-L6-v2 int8 ONNX, "
-            "one thread): similarity to the question is a third vote in rank fusion for "
-            "memories and recalled passages. Needs the embed extra.",
-        )
+        if speakers:
+            super().__init__(
+                "membrane_speakers_embed",
+                "Membrane, speakers and embedder",
+                "Defaults with speakers= (each person's name and role) and " + _EMBED_DESCRIPTION,
+                speakers=True,
+            )
+        else:
+            super().__init__(
+                "membrane-embed",
+                "Membrane, embedder=local_embedder()",
+                "Defaults plus " + _EMBED_DESCRIPTION,
+            )
         self._model = model
 
     def start(self, scenario: Scenario) -> None:

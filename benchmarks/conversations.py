@@ -57,6 +57,7 @@ from benchmarks._strategies import (
     make_strategy,
     membrane_sessions,
     membrane_speakers,
+    membrane_speakers_embed,
 )
 from benchmarks._suite import command_line
 from benchmarks._tokens import ENCODING, FRAMING_TOKENS, count_messages, count_text
@@ -74,7 +75,12 @@ __all__ = [
 
 STRATEGIES = ("naive", "langchain", "llamaindex_memory", "membrane", "membrane_cheap")
 # Run only when named: Membrane with the bundled local embedder (needs the embed extra).
-OPTIONAL_STRATEGIES = ("membrane-embed", "membrane_sessions", "membrane_speakers")
+OPTIONAL_STRATEGIES = (
+    "membrane-embed",
+    "membrane_sessions",
+    "membrane_speakers",
+    "membrane_speakers_embed",
+)
 KNOWN = (*STRATEGIES, *OPTIONAL_STRATEGIES)
 REFERENCE = "everything"
 BUDGETS = (4000, 8000)
@@ -206,6 +212,8 @@ def _make(name: str) -> Strategy:
         return membrane_sessions()
     if name == "membrane_speakers":
         return membrane_speakers()
+    if name == "membrane_speakers_embed":
+        return membrane_speakers_embed()
     return SendEverything() if name == REFERENCE else make_strategy(name)
 
 
@@ -536,6 +544,7 @@ SHORT = {
     "membrane-embed": "M. + embedder",
     "membrane_sessions": "M. + sessions",
     "membrane_speakers": "M. + speakers",
+    "membrane_speakers_embed": "M. + speakers + embedder",
 }
 _KIND_TITLES = {
     "single": "single fact, one turn",

@@ -37,22 +37,27 @@ def _recall_block(messages: list[dict[str, Any]], question: str) -> str:
 
 
 def probe(
-    seeds: list[int], budget: int, speakers: bool = False
+    seeds: list[int], budget: int, speakers: bool = False, embedder: Any = None
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """Per mode and kind: questions, hits, recalled and wasted tokens, and recall reasons.
 
     ``speakers``: every compile passes who is who (``speakers=``, each person's name and role).
+    ``embedder``: passed to every compiler (``embedder=``), e.g. ``local_embedder()``.
     """
     out: dict[str, dict[str, dict[str, Any]]] = {
         mode: {kind: defaultdict(int) for kind in (*KINDS, "all")} for mode in MODES
     }
     for seed in seeds:
-        _play(build_conversation(seed), budget, out, speakers)
+        _play(build_conversation(seed), budget, out, speakers, embedder)
     return {mode: {k: dict(v) for k, v in kinds.items()} for mode, kinds in out.items()}
 
 
 def _play(
-    conv: Conversation, budget: int, out: dict[str, dict[str, dict[str, Any]]], speakers: bool
+    conv: Conversation,
+    budget: int,
+    out: dict[str, dict[str, dict[str, Any]]],
+    speakers: bool,
+    embedder: Any,
 ) -> None:
     from membrane import ContextCompiler
 
@@ -61,6 +66,7 @@ def _play(
         max_tokens=budget,
         core_content=conv.system_prompt,
         token_scale=1.0,
+        embedder=embedder,
     )
     texts = [m.text for m in conv.messages]
     who = {m.speaker: m.role for m in conv.messages} if speakers else None
@@ -120,10 +126,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--speakers", action="store_true", help="pass each chat's speakers map to Membrane"
     )
+    parser.add_argument(
+        "--embedder",
+        action="store_true",
+        help="pass membrane.lod.local_embedder() to Membrane (needs the embed extra)",
+    )
     args = parser.parse_args(argv)
+    embedder = None
+    if args.embedder:
+        from membrane.lod import local_embedder
+
+        embedder = local_embedder()
     seeds = conversation_seeds(args.conversations, args.split)
     started = time.perf_counter()
-    results = {str(budget): probe(seeds, budget, args.speakers) for budget in BUDGETS}
+    results = {str(budget): probe(seeds, budget, args.speakers, embedder) for budget in BUDGETS}
     for budget, modes in results.items():
         for mode, kinds in modes.items():
             parts = "; ".join(f"{kind} {_line(kinds[kind])}" for kind in (*KINDS, "all"))
@@ -139,6 +155,7 @@ def main(argv: list[str] | None = None) -> None:
                 "conversations": args.conversations,
                 "split": args.split,
                 "speakers": args.speakers,
+                "embedder": "local_embedder()" if args.embedder else None,
             },
             "variant": args.note,
             "results": results,

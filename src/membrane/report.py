@@ -200,10 +200,11 @@ class CompileReport:
     budget_exceeded: bool
     history_messages_dropped: int = 0
     history_messages_recalled: int = 0
-    #: Why recall fired or not: "recalled", "no_room", "window_holds" (a turn that asks
-    #: nothing, whose matches the kept window states), "window_answers" (a question a kept
-    #: message matches at least as well as any dropped one) or "no_match" (None when recall
-    #: is off or nothing was dropped).
+    #: Why recall fired or not: "recalled", "recalled_by_meaning" (no word match, passages the
+    #: embedder found close), "no_room", "window_holds" (a turn that asks nothing, whose
+    #: matches the kept window states), "window_answers" (a question a kept message matches at
+    #: least as well as any dropped one) or "no_match" (None when recall is off or nothing was
+    #: dropped).
     history_recall_reason: str | None = None
     history_index_lines: int = 0
     history_index_tokens: int = 0

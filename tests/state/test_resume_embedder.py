@@ -1,4 +1,4 @@
-"""A fresh worker with an embedder embeds what its turn ranks, never the history it joins."""
+"""A fresh worker with an embedder embeds what its turn ranks, never the whole history it joins."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from membrane import ContextCompiler, InMemoryStateStore
 from membrane.session import conversation_key
-from membrane.stages.tail import EMBEDDED_PASSAGES
+from membrane.stages.tail import EMBEDDED_PASSAGES, MEANING_SCAN
 from tests.stages.test_semantic_recall_cost import Recording
 from tests.strategies import WORDS
 
@@ -55,7 +55,10 @@ def test_a_fresh_worker_embeds_no_more_than_one_turn_ranks(messages: int) -> Non
 
     for embedder in (joined, replayer):
         texts = [t for batch in embedder.batches for t in batch]
-        # The question and the best candidates by word match, at any history length.
-        assert 2 <= len(texts) <= 1 + EMBEDDED_PASSAGES
+        # The question, the best candidates by word match and the newest dropped passages
+        # compared by meaning: bounded, at any history length.
+        assert 2 <= len(texts) <= 1 + EMBEDDED_PASSAGES + MEANING_SCAN
+        assert len(texts) == len(set(texts))
         assert texts[0] == question
-        assert not any(m["content"] in texts for m in history[-20:])  # kept turns stay unembedded
+        kept = [m["content"] for m in fresh.messages[1:-1]]
+        assert kept and not set(kept) & set(texts)  # kept turns stay unembedded

@@ -38,16 +38,34 @@ from membrane.stages.history import (
     window_cover,
 )
 from membrane.stages.window import HistoryWindow
-from membrane.text.relevance import CombinedStats, TermStats
+from membrane.text.relevance import CombinedStats, TermStats, content_words, stem
 from membrane.text.semantic import SemanticCall
 from membrane.text.sentences import is_question, split_sentences
 from membrane.tokenizers import MemoizedCounter
 
-__all__ = ["EMBEDDED_PASSAGES", "FittedTail", "TailInput", "TailSettings", "fit_tail"]
+__all__ = [
+    "EMBEDDED_PASSAGES",
+    "MEANING_PASSAGES",
+    "MEANING_SCAN",
+    "FittedTail",
+    "TailInput",
+    "TailSettings",
+    "fit_tail",
+]
 
 #: With an embedder, the passages it ranks per turn: the best by word match. Each costs the
 #: model about 60 words (roughly 25 ms of one core for all-MiniLM-L6-v2), once per compiler.
 EMBEDDED_PASSAGES = 8
+#: With an embedder, the dropped passages closest in meaning to a question that may come back
+#: after every passage sharing its rare words (what fits of them: recall's room still binds).
+#: On the conversation benchmark's development split (``recall_probe --embedder --speakers``)
+#: 16, 32 and 64 found more answers each, for more recalled tokens; see docs/lod.md.
+MEANING_PASSAGES = 32
+#: How many of the newest dropped passages are compared by meaning. Each is embedded once per
+#: compiler, so this bounds what a worker that joins a long conversation embeds on its first
+#: question: with all-MiniLM-L6-v2 here about 7 ms of one core for a short chat message and
+#: 20 ms for a full passage, so up to 4 to 10 s once (docs/lod.md).
+MEANING_SCAN = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +111,10 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
     room = turn.budget_counted - before_tail - count(turn.end_text) - 2
     reason, cover = _recall_need(turn, window, settings)
     tracker = window.tracker if reason in ("needed", "no_match") else None
-    passage_order = None
+    passage_order = nearest = None
     if tracker is not None and turn.semantic is not None:
         passage_order = _passage_order(tracker, turn.user_message, turn.semantic, cover)
+        nearest = _nearest(tracker, turn.user_message, turn.semantic, turn.writers)
     header = count(RECALL_HEADER) + 2
     memory_tokens = sum(count(line) + 1 for line in turn.offer.lines())
     anchor: list[RecalledPassage] = []
@@ -141,6 +160,7 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
                 extra_ranking=passage_order,
                 min_score=PIN_MIN_SCORE,
                 cover=cover,
+                nearest=nearest,
             )
             or anchor
         )
@@ -155,6 +175,8 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
     )
     if reason == "needed":
         reason = "recalled" if tail.passages else "no_room"
+    elif reason == "no_match" and tail.passages:
+        reason = "recalled_by_meaning"
     return FittedTail(tail, text, tokens, list(choice), reason)
 
 
@@ -208,6 +230,30 @@ def _rank(
         semantic_order=semantic,
     )
     return ranking, stats
+
+
+def _nearest(
+    tracker: HistoryTracker, question: str, semantic: SemanticCall, writers: Writers
+) -> Callable[[], list[int] | None]:
+    """The dropped passages closest in meaning to what ``question`` asks, asked for on first use.
+
+    The best :data:`MEANING_PASSAGES` of the newest :data:`MEANING_SCAN`, closest first. When
+    the question names who wrote some passages (the caller's speakers, or a message's
+    ``name``), only theirs are compared: "What dishes has Omar cooked?" is answered by Omar's
+    "tried making pad thai tonight", which shares no word with it. Each passage compared is
+    embedded once per compiler. None: no vote (the turn asks nothing, or the embedder failed).
+    """
+
+    @functools.cache
+    def nearest() -> list[int] | None:
+        passages = tracker.passages
+        asked = set(map(stem, content_words(question)))
+        pids = [p for p, x in enumerate(passages) if writers.of(x.role, x.writer) & asked]
+        pids = (pids or list(range(len(passages))))[-MEANING_SCAN:]
+        ranked = semantic.order(question, [passages[p].text for p in pids])
+        return None if ranked is None else [pids[i] for i in ranked[:MEANING_PASSAGES]]
+
+    return nearest
 
 
 def _passage_order(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 
 from membrane.text.relevance import asked_text
@@ -14,11 +15,18 @@ Embedder = Callable[[list[str]], Sequence[Sequence[float]]]
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity; 0 for vectors of different length or zero norm."""
+    return _cosine(a, _norm(a), b, _norm(b))
+
+
+def _norm(a: Sequence[float]) -> float:
+    return math.sqrt(sum(map(operator.mul, a, a)))
+
+
+def _cosine(a: Sequence[float], na: float, b: Sequence[float], nb: float) -> float:
+    # Summed left to right like a plain loop, so the value is the same to the last bit.
     if len(a) != len(b):
         return 0.0
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
+    dot = sum(map(operator.mul, a, b))
     return dot / (na * nb) if na and nb else 0.0
 
 
@@ -33,6 +41,7 @@ class SemanticRanker:
     def __init__(self, embedder: Embedder) -> None:
         self._embedder = embedder
         self._cache: dict[str, tuple[float, ...]] = {}
+        self._norms: dict[str, float] = {}
 
     def call(self) -> SemanticCall:
         """A ranking session for one compile."""
@@ -48,8 +57,17 @@ class SemanticRanker:
                     f"embedder returned {len(vectors)} vectors for {len(missing)} texts"
                 )
             for text, vec in zip(missing, vectors, strict=True):
-                self._cache[text] = tuple(float(x) for x in vec)
+                vector = tuple(float(x) for x in vec)
+                self._norms[text] = _norm(vector)
+                self._cache[text] = vector
         return [self._cache[t] for t in texts]
+
+    def similarities(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Each text's cosine similarity to ``query``; the embedder's own errors propagate."""
+        vectors = self.vectors([query, *texts])
+        norms = self._norms
+        q, nq = vectors[0], norms[query]
+        return [_cosine(q, nq, v, norms[t]) for t, v in zip(texts, vectors[1:], strict=True)]
 
 
 class SemanticCall:
@@ -76,10 +94,9 @@ class SemanticCall:
         if self.error is not None or asked is None:
             return None
         try:
-            vectors = self._ranker.vectors([asked, *texts])
+            sims = self._ranker.similarities(asked, texts)
         except Exception as exc:  # the caller's model: any failure falls back to words
             self.error = f"{type(exc).__name__}: {exc}"
             return None
-        sims = [cosine(vectors[0], v) for v in vectors[1:]]
         self.used = True
         return sorted(range(len(texts)), key=lambda i: (-sims[i], i))

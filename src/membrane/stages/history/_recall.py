@@ -401,6 +401,7 @@ def select_passages(
     max_passages: int | None = None,
     min_score: float = 0.0,
     cover: WindowCover | None = None,
+    nearest: Callable[[], Sequence[int] | None] | None = None,
 ) -> list[RecalledPassage]:
     """The best-matching dropped passages that fit ``min(room, limit)`` tokens.
 
@@ -408,7 +409,8 @@ def select_passages(
     a second vote (pids, best first, e.g. from an embedder) that is fused in; it is called only
     when the order can matter, not when every candidate fits whole. With ``cover`` (what the
     kept window states), only passages whose message states at least ``min_score`` of telling
-    words beyond the kept message that shares most of them come back.
+    words beyond the kept message that shares most of them come back. ``nearest`` gives the
+    passages closest in meaning (pids, best first), tried after every word match.
     """
     budget = min(room, limit)
     if budget <= 0:
@@ -421,6 +423,8 @@ def select_passages(
         if order is not None:
             allowed = set(ranked)
             ranked = rank_fusion([ranked, [p for p in order if p in allowed]])
+    if nearest is not None and (near := nearest()):
+        ranked = list(dict.fromkeys([*ranked, *near]))
     telling = telling_words(query, tracker.stats)
     chosen: list[RecalledPassage] = []
     used = 0
