@@ -111,3 +111,15 @@ def test_at_most_the_nearest_passages_come_back_by_meaning() -> None:
     result = _compile(TopicEmbedder(), "What dishes has Omar cooked?")
     assert "risotto" in result.messages[-1]["content"]
     assert result.metadata["history_messages_recalled"] <= MEANING_PASSAGES
+
+
+def test_a_question_words_answer_well_gets_no_passages_by_meaning() -> None:
+    # The best word match states two of the question's telling words ("lisbon", "exhausted"):
+    # words found the answer, and passages by meaning would only cost.
+    embedder = TopicEmbedder()
+    result = _compile(embedder, "Which places has Omar visited? Was he exhausted in lisbon?")
+    last = result.messages[-1]["content"]
+    assert "just got back from lisbon" in last
+    assert "edinburgh" not in last and "oslo" not in last
+    assert result.metadata["history_recall_reason"] == "recalled"
+    assert not any("edinburgh" in t for t in embedder.texts)

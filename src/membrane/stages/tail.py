@@ -35,6 +35,8 @@ from membrane.stages.history import (
     recall_candidates,
     recall_reason,
     select_passages,
+    stated_memo,
+    telling_words,
     window_cover,
 )
 from membrane.stages.window import HistoryWindow
@@ -114,7 +116,7 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
     passage_order = nearest = None
     if tracker is not None and turn.semantic is not None:
         passage_order = _passage_order(tracker, turn.user_message, turn.semantic, cover)
-        nearest = _nearest(tracker, turn.user_message, turn.semantic, turn.writers)
+        nearest = _nearest(tracker, turn.user_message, turn.semantic, turn.writers, cover)
     header = count(RECALL_HEADER) + 2
     memory_tokens = sum(count(line) + 1 for line in turn.offer.lines())
     anchor: list[RecalledPassage] = []
@@ -233,20 +235,29 @@ def _rank(
 
 
 def _nearest(
-    tracker: HistoryTracker, question: str, semantic: SemanticCall, writers: Writers
+    tracker: HistoryTracker,
+    question: str,
+    semantic: SemanticCall,
+    writers: Writers,
+    cover: WindowCover | None,
 ) -> Callable[[], list[int] | None]:
     """The dropped passages closest in meaning to what ``question`` asks, asked for on first use.
 
     The best :data:`MEANING_PASSAGES` of the newest :data:`MEANING_SCAN`, closest first. When
     the question names who wrote some passages (the caller's speakers, or a message's
     ``name``), only theirs are compared: "What dishes has Omar cooked?" is answered by Omar's
-    "tried making pad thai tonight", which shares no word with it. Each passage compared is
-    embedded once per compiler. None: no vote (the turn asks nothing, or the embedder failed).
+    "tried making pad thai tonight", which shares no word with it. Not asked when the best word
+    match states two of the question's telling words: words found it, and more passages would
+    only cost (hard suite: 68 / 44 against 63 / 39 at the same recall). Each passage compared
+    is embedded once per compiler. None: no vote (the turn asks nothing, the words matched
+    well, or the embedder failed).
     """
 
     @functools.cache
     def nearest() -> list[int] | None:
         passages = tracker.passages
+        if _matched_well(tracker, question, cover):
+            return None
         asked = set(map(stem, content_words(question)))
         pids = [p for p, x in enumerate(passages) if writers.of(x.role, x.writer) & asked]
         pids = (pids or list(range(len(passages))))[-MEANING_SCAN:]
@@ -254,6 +265,15 @@ def _nearest(
         return None if ranked is None else [pids[i] for i in ranked[:MEANING_PASSAGES]]
 
     return nearest
+
+
+def _matched_well(tracker: HistoryTracker, question: str, cover: WindowCover | None) -> bool:
+    """Whether the best word match states at least two of the question's telling words."""
+    ranked = recall_candidates(tracker, question, min_score=PIN_MIN_SCORE, cover=cover)
+    if not ranked:
+        return False
+    stated = stated_memo(tracker.passages[ranked[0]].sentences)
+    return len(stated.keys() & telling_words(question, tracker.stats).keys()) >= 2
 
 
 def _passage_order(
