@@ -84,3 +84,39 @@ def test_embedder_vote_is_recorded_when_memories_compete() -> None:
     assert result.metadata.get("semantic_ranking") is True
     assert "w" in result.ref_map.values()
     assert calls
+
+
+def test_the_vector_cache_keeps_only_the_most_recently_used_texts() -> None:
+    calls: list[list[str]] = []
+    ranker = SemanticRanker(_toy_embedder(calls), max_texts=3)  # type: ignore[arg-type]
+    texts = ["rain today", "refund sent", "train booked", "storm warning", "price list"]
+    first = ranker.similarities("Is the weather bad?", texts)
+    assert ranker.cached_texts() == 3  # bounded, however many texts were compared
+    # The same similarities after eviction: an evicted text is embedded again, nothing else.
+    assert ranker.similarities("Is the weather bad?", texts) == first
+    assert ranker.cached_texts() == 3
+    ranker.similarities("Is the weather bad?", ["price list"])
+    calls.clear()
+    ranker.similarities("Is the weather bad?", ["price list"])  # just used: still cached
+    assert calls == []
+
+
+def test_a_shared_ranker_gives_every_thread_the_same_similarities() -> None:
+    import threading
+
+    ranker = SemanticRanker(_toy_embedder([]), max_texts=8)  # type: ignore[arg-type]
+    texts = [f"{w} note {i}" for i in range(40) for w in ("rain", "refund", "hotel")]
+    expected = SemanticRanker(_toy_embedder([])).similarities("storm and hotel?", texts)  # type: ignore[arg-type]
+    results: list[list[float]] = []
+
+    def work() -> None:
+        for _ in range(5):
+            results.append(ranker.similarities("storm and hotel?", texts))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 20 and all(r == expected for r in results)
+    assert ranker.cached_texts() <= 8

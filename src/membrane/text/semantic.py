@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 import operator
+import threading
+from array import array
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from membrane.text.relevance import asked_text
 
-__all__ = ["Embedder", "SemanticCall", "SemanticRanker", "cosine"]
+__all__ = ["MAX_CACHED_TEXTS", "Embedder", "SemanticCall", "SemanticRanker", "cosine"]
 
 Embedder = Callable[[list[str]], Sequence[Sequence[float]]]
 
@@ -30,44 +33,75 @@ def _cosine(a: Sequence[float], na: float, b: Sequence[float], nb: float) -> flo
     return dot / (na * nb) if na and nb else 0.0
 
 
+#: The most texts a compiler keeps vectors for (least recently used go first). A compiler
+#: shared by many conversations would otherwise keep every passage it ever compared; at 384
+#: dimensions this is about 25 MB, and a text evicted is only embedded again.
+MAX_CACHED_TEXTS = 8192
+
+_Entry = tuple["array[float]", float]  # a vector and its norm
+
+
 class SemanticRanker:
     """Ranks texts by similarity to a query with the caller's embedder.
 
     The ranker lives as long as its compiler and holds only content-keyed vectors: each text is
-    embedded once. What one compile learns (whether a ranking was made, why the embedder
-    failed) lives on the :class:`SemanticCall` that :meth:`call` returns.
+    embedded once while it stays among the :data:`MAX_CACHED_TEXTS` most recently used. It is
+    shared by the compiler's threads (a lock guards the cache; the model runs outside it). What
+    one compile learns (whether a ranking was made, why the embedder failed) lives on the
+    :class:`SemanticCall` that :meth:`call` returns.
     """
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, embedder: Embedder, max_texts: int = MAX_CACHED_TEXTS) -> None:
         self._embedder = embedder
-        self._cache: dict[str, tuple[float, ...]] = {}
-        self._norms: dict[str, float] = {}
+        self._max_texts = max_texts
+        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
 
     def call(self) -> SemanticCall:
         """A ranking session for one compile."""
         return SemanticCall(self)
 
-    def vectors(self, texts: list[str]) -> list[tuple[float, ...]]:
+    def cached_texts(self) -> int:
+        """How many texts have a vector kept."""
+        return len(self._cache)
+
+    def vectors(self, texts: list[str]) -> list[Sequence[float]]:
         """One vector per text; the embedder's own errors propagate."""
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        entries = self._entries(texts)
+        return [entries[t][0] for t in texts]
+
+    def similarities(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Each text's cosine similarity to ``query``; the embedder's own errors propagate."""
+        entries = self._entries([query, *texts])
+        q, nq = entries[query]
+        return [_cosine(q, nq, *entries[t]) for t in texts]
+
+    def _entries(self, texts: list[str]) -> dict[str, _Entry]:
+        wanted = list(dict.fromkeys(texts))
+        found: dict[str, _Entry] = {}
+        with self._lock:
+            for text in wanted:
+                entry = self._cache.get(text)
+                if entry is not None:
+                    self._cache.move_to_end(text)
+                    found[text] = entry
+        missing = [t for t in wanted if t not in found]
         if missing:
             vectors = self._embedder(missing)
             if len(vectors) != len(missing):
                 raise ValueError(
                     f"embedder returned {len(vectors)} vectors for {len(missing)} texts"
                 )
+            new = {}
             for text, vec in zip(missing, vectors, strict=True):
-                vector = tuple(float(x) for x in vec)
-                self._norms[text] = _norm(vector)
-                self._cache[text] = vector
-        return [self._cache[t] for t in texts]
-
-    def similarities(self, query: str, texts: Sequence[str]) -> list[float]:
-        """Each text's cosine similarity to ``query``; the embedder's own errors propagate."""
-        vectors = self.vectors([query, *texts])
-        norms = self._norms
-        q, nq = vectors[0], norms[query]
-        return [_cosine(q, nq, v, norms[t]) for t, v in zip(texts, vectors[1:], strict=True)]
+                vector = array("d", map(float, vec))
+                new[text] = (vector, _norm(vector))
+            found.update(new)
+            with self._lock:
+                self._cache.update(new)
+                while len(self._cache) > self._max_texts:
+                    self._cache.popitem(last=False)
+        return found
 
 
 class SemanticCall:
