@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import islice
 
 from membrane.messages import message_text
 from membrane.prompt_text import RECALL_HEADER
@@ -35,8 +36,6 @@ from membrane.stages.history import (
     recall_candidates,
     recall_reason,
     select_passages,
-    stated_memo,
-    telling_words,
     window_cover,
 )
 from membrane.stages.window import HistoryWindow
@@ -116,7 +115,7 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
     passage_order = nearest = None
     if tracker is not None and turn.semantic is not None:
         passage_order = _passage_order(tracker, turn.user_message, turn.semantic, cover)
-        nearest = _nearest(tracker, turn.user_message, turn.semantic, turn.writers, cover)
+        nearest = _nearest(tracker, turn.user_message, turn.semantic, turn.writers)
     header = count(RECALL_HEADER) + 2
     memory_tokens = sum(count(line) + 1 for line in turn.offer.lines())
     anchor: list[RecalledPassage] = []
@@ -235,45 +234,33 @@ def _rank(
 
 
 def _nearest(
-    tracker: HistoryTracker,
-    question: str,
-    semantic: SemanticCall,
-    writers: Writers,
-    cover: WindowCover | None,
+    tracker: HistoryTracker, question: str, semantic: SemanticCall, writers: Writers
 ) -> Callable[[], list[int] | None]:
     """The dropped passages closest in meaning to what ``question`` asks, asked for on first use.
 
     The best :data:`MEANING_PASSAGES` of the newest :data:`MEANING_SCAN`, closest first. When
     the question names who wrote some passages (the caller's speakers, or a message's
     ``name``), only theirs are compared: "What dishes has Omar cooked?" is answered by Omar's
-    "tried making pad thai tonight", which shares no word with it. Not asked when the best word
-    match states two of the question's telling words: words found it, and more passages would
-    only cost (hard suite: 68 / 44 against 63 / 39 at the same recall). Each passage compared
-    is embedded once per compiler. None: no vote (the turn asks nothing, the words matched
-    well, or the embedder failed).
+    "tried making pad thai tonight", which shares no word with it. Recall does not ask when
+    the best word match states two of the question's telling words: more passages would only
+    cost (hard suite: 68 / 44 against 63 / 39 at the same recall). Each passage compared is
+    embedded once per compiler. None: no vote (the turn asks nothing, or the embedder failed).
     """
 
     @functools.cache
     def nearest() -> list[int] | None:
         passages = tracker.passages
-        if _matched_well(tracker, question, cover):
-            return None
         asked = set(map(stem, content_words(question)))
-        pids = [p for p, x in enumerate(passages) if writers.of(x.role, x.writer) & asked]
-        pids = (pids or list(range(len(passages))))[-MEANING_SCAN:]
+        newest_first = range(len(passages) - 1, -1, -1)
+        named = (
+            p for p in newest_first if writers.of(passages[p].role, passages[p].writer) & asked
+        )
+        pids = list(islice(named, MEANING_SCAN)) or list(islice(newest_first, MEANING_SCAN))
+        pids.reverse()
         ranked = semantic.order(question, [passages[p].text for p in pids])
         return None if ranked is None else [pids[i] for i in ranked[:MEANING_PASSAGES]]
 
     return nearest
-
-
-def _matched_well(tracker: HistoryTracker, question: str, cover: WindowCover | None) -> bool:
-    """Whether the best word match states at least two of the question's telling words."""
-    ranked = recall_candidates(tracker, question, min_score=PIN_MIN_SCORE, cover=cover)
-    if not ranked:
-        return False
-    stated = stated_memo(tracker.passages[ranked[0]].sentences)
-    return len(stated.keys() & telling_words(question, tracker.stats).keys()) >= 2
 
 
 def _passage_order(

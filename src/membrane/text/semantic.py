@@ -65,11 +65,6 @@ class SemanticRanker:
         """How many texts have a vector kept."""
         return len(self._cache)
 
-    def vectors(self, texts: list[str]) -> list[Sequence[float]]:
-        """One vector per text; the embedder's own errors propagate."""
-        entries = self._entries(texts)
-        return [entries[t][0] for t in texts]
-
     def similarities(self, query: str, texts: Sequence[str]) -> list[float]:
         """Each text's cosine similarity to ``query``; the embedder's own errors propagate."""
         entries = self._entries([query, *texts])

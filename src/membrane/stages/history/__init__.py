@@ -27,7 +27,7 @@ from membrane.stages.history._index import (
     render_index,
     select_index_lines,
 )
-from membrane.stages.history._passages import PASSAGE_WORDS, Passage, stated_memo
+from membrane.stages.history._passages import PASSAGE_WORDS, Passage
 from membrane.stages.history._recall import (
     RecalledPassage,
     WindowCover,
@@ -71,7 +71,6 @@ __all__ = [
     "select_index_lines",
     "select_passages",
     "snapshot_tracker",
-    "stated_memo",
     "telling_words",
     "window_cover",
 ]

@@ -1,9 +1,8 @@
 """Recall: dropped passages (:mod:`._passages`) scored against the turn, and brought back.
 
-An inverted index
-(word -> passages) lets a query score only the passages that share one of its most telling
-words; :func:`select_passages` then fills the recall room with the best of them, cutting a
-passage to its best sentence when the whole one does not fit.
+An inverted index (word -> passages) lets a query score only the passages that share one of
+its most telling words; :func:`select_passages` then fills the recall room with the best of
+them, cutting a passage to its best sentence when the whole one does not fit.
 """
 
 from __future__ import annotations
@@ -364,8 +363,8 @@ def recall_candidates(
 
     A passage qualifies when it scores at least ``min_relative_score`` of the best score, and
     only when the best reaches ``min_score`` (and, with ``cover``, only passages adding what the
-    kept window lacks); ties go to the newest. Every other vote (an
-    embedder's) only reorders these, so nothing outside them needs ranking.
+    kept window lacks); ties go to the newest. An embedder's ranking vote only reorders these;
+    passages close in meaning come from their own list (``nearest`` in :func:`select_passages`).
     """
     scores = _needed(tracker, query, cover, min_score)
     if not scores:
@@ -389,6 +388,11 @@ def _all_fit(
     return total + _MIN_USEFUL_PASSAGE_TOKENS <= budget
 
 
+def _matched_well(tracker: HistoryTracker, words: list[int], telling: dict[str, float]) -> bool:
+    stated = stated_memo(tracker.passages[words[0]].sentences) if words else {}
+    return len(stated.keys() & telling.keys()) >= _MIN_HELD_WORDS
+
+
 def select_passages(
     tracker: HistoryTracker,
     query: str,
@@ -409,13 +413,13 @@ def select_passages(
     a second vote (pids, best first, e.g. from an embedder) that is fused in; it is called only
     when the order can matter, not when every candidate fits whole. With ``cover`` (what the
     kept window states), only passages whose message states at least ``min_score`` of telling
-    words beyond the kept message that shares most of them come back. ``nearest`` gives the
-    passages closest in meaning (pids, best first), tried after every word match.
+    words beyond the kept message that shares most of them come back. ``nearest``: passages
+    close in meaning, tried after the word matches unless the best states two telling words.
     """
     budget = min(room, limit)
     if budget <= 0:
         return []
-    ranked = recall_candidates(
+    ranked = words = recall_candidates(
         tracker, query, min_score=min_score, min_relative_score=min_relative_score, cover=cover
     )
     if extra_ranking is not None and not _all_fit(tracker, ranked, budget, max_passages):
@@ -423,9 +427,9 @@ def select_passages(
         if order is not None:
             allowed = set(ranked)
             ranked = rank_fusion([ranked, [p for p in order if p in allowed]])
-    if nearest is not None and (near := nearest()):
-        ranked = list(dict.fromkeys([*ranked, *near]))
     telling = telling_words(query, tracker.stats)
+    if nearest is not None and not _matched_well(tracker, words, telling) and (near := nearest()):
+        ranked = list(dict.fromkeys([*ranked, *near]))
     chosen: list[RecalledPassage] = []
     used = 0
     for pid in ranked[:_MAX_RECALL_CANDIDATES]:
