@@ -131,12 +131,19 @@ class _JsonStore:
             self.data[key] = json.dumps(value)
 
 
-def _recording_compiler(order: list[int], remote: bool = False) -> ContextCompiler:
+def _topic_vector(texts: list[str]) -> list[list[float]]:
+    """A deterministic embedder: letter counts of each text (so passages differ in meaning)."""
+    return [[float(t.lower().count(c)) + 0.1 for c in "aeiourstlnq0123456789"] for t in texts]
+
+
+def _recording_compiler(
+    order: list[int], remote: bool = False, embedder: Any = None
+) -> ContextCompiler:
     def record(_metrics: CompileMetrics) -> None:
         order.append(_CALL.get())
 
     store = _JsonStore() if remote else None
-    return ContextCompiler(BUDGET, metrics_callback=record, state_store=store)
+    return ContextCompiler(BUDGET, metrics_callback=record, state_store=store, embedder=embedder)
 
 
 def _same(a: CompileResult, b: CompileResult) -> None:
@@ -144,10 +151,13 @@ def _same(a: CompileResult, b: CompileResult) -> None:
 
 
 def _replay(
-    calls: dict[int, dict[str, Any]], results: dict[int, CompileResult], order: list[int]
+    calls: dict[int, dict[str, Any]],
+    results: dict[int, CompileResult],
+    order: list[int],
+    embedder: Any = None,
 ) -> None:
     assert sorted(order) == sorted(calls)
-    fresh = ContextCompiler(BUDGET)
+    fresh = ContextCompiler(BUDGET, embedder=embedder)
     for n in order:
         kwargs = dict(calls[n])
         _same(
@@ -155,9 +165,10 @@ def _replay(
         )
 
 
-def test_eight_threads_on_one_compiler_are_linearisable() -> None:
+@pytest.mark.parametrize("embedder", [None, _topic_vector], ids=["words", "embedder"])
+def test_eight_threads_on_one_compiler_are_linearisable(embedder: Any) -> None:
     order: list[int] = []
-    compiler = _recording_compiler(order)
+    compiler = _recording_compiler(order, embedder=embedder)
     calls: dict[int, dict[str, Any]] = {}
     results: dict[int, CompileResult] = {}
     start = threading.Barrier(8)
@@ -179,7 +190,11 @@ def test_eight_threads_on_one_compiler_are_linearisable() -> None:
     assert len(results) == 200
     for result in results.values():
         _check_count_and_budget(result)
-    _replay(calls, results, order)
+    if embedder is not None:  # the vote, and recall by meaning, ran under the threads
+        reasons = [r.metadata.get("history_recall_reason") for r in results.values()]
+        assert any(r.metadata.get("semantic_ranking") for r in results.values())
+        assert "recalled_by_meaning" in reasons
+    _replay(calls, results, order, embedder)
 
 
 @pytest.mark.parametrize("remote", [False, True], ids=["in-process store", "worker threads"])
