@@ -19,7 +19,7 @@ from membrane.profile import Watch, start_watch
 from membrane.records import TextCapSetting, check_text_cap
 from membrane.regions import Region
 from membrane.render import Rendered, render_end, render_system, timed_report
-from membrane.report import CompileMetrics, CompileReport, note_preflight_cache
+from membrane.report import CompileMetrics
 from membrane.result import CompileResult, CostQuote
 from membrane.session import KeyedLocks, LRUCache, StateScope, StoreNotes, run_off_loop
 from membrane.stages.agent import agent_inputs, check_tools_change
@@ -278,7 +278,7 @@ class ContextCompiler:
         kwargs["compress_sync"] = lambda _r, _t, _q: done
         compile_now = partial(self.compile, memories, user_message, **kwargs)
         result = await run_off_loop(self.state_store, compile_now)
-        return replace(result, metadata=note_preflight_cache(result.metadata, outcome))
+        return result.with_report(replace(result.report, preflight_cache=outcome))
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
@@ -291,7 +291,7 @@ class ContextCompiler:
             raise TypeError("actual_prompt_tokens must be an int (the provider's prompt tokens)")
         if self.fixed_token_scale is not None:
             return self.fixed_token_scale
-        report = CompileReport.from_metadata(result.metadata)
+        report = result.report
         with self._locks.hold(("scale", report.model_id)):  # one model's observations take turns
             calibration = self._scope.observe(
                 self.state_store, report.model_id, report.sent_tokens, actual_prompt_tokens

@@ -12,11 +12,18 @@ from membrane.messages import ImageTally, Message, message_text, unstamped
 from membrane.profile import Watch
 from membrane.prompt_text import mem_numbers
 from membrane.regions import RegionMarks
-from membrane.report import AgentReport, CompileReport
+from membrane.report import (
+    AgentReport,
+    CacheReport,
+    CompileReport,
+    LabelReport,
+    TailReport,
+    WindowReport,
+)
 from membrane.result import CompileResult
 from membrane.stages.firewall import Offer, fit_system_message
 from membrane.stages.fit import rules_outcome
-from membrane.stages.glaciator import cache_metadata
+from membrane.stages.glaciator import cache_report
 from membrane.stages.layout import MemorySegment
 from membrane.stages.tail import FittedTail
 from membrane.stages.window import HistoryWindow
@@ -53,6 +60,7 @@ class Rendered:
             self.trace,
             self.regions,
             self.tools,
+            self.report,
         )
 
 
@@ -86,7 +94,7 @@ def render_end(
     offered = turn.offer.lines()
     trimmed = sum(count(line) for line in offered) - sum(count(line) for line in tail.lines)
     core_chars = len(turn.core) if window.index_lines else None
-    cache = cache_metadata(
+    cache = cache_report(
         model_id,
         enabled=turn.use_caching,
         core_tokens=lead + count(turn.core) + overhead,
@@ -105,21 +113,25 @@ def render_end(
         tokens_budget=turn.budget,
         message_framing_tokens=framing,
         tokens_trimmed=max(trimmed, 0) + window.dropped_tokens,
-        segments_offered=len(offered),
-        segments_kept=len(tail.lines),
-        segments_thinned=tail.thinned,
         memories_truncated=turn.offer.memories_truncated,
         stable_prefix_messages=1 + len(window.kept),
-        history_messages_dropped=window.dropped_messages,
-        history_messages_recalled=len(tail.passages),
-        history_recall_reason=fitted.recall_reason,
-        history_index_lines=window.index_lines,
-        history_index_tokens=window.index_tokens,
-        history_turn_local_drop=window.turn_local_drop,
-        history_cut_moves=_cut_moves(window),
-        message_counts_supplied=_supplied(turn.message_counts),
-        history_resume=window.resume,
-        core_chars=core_chars,
+        tail=TailReport(
+            segments_offered=len(offered),
+            segments_kept=len(tail.lines),
+            segments_thinned=tail.thinned,
+            messages_recalled=len(tail.passages),
+            recall_reason=fitted.recall_reason,
+        ),
+        window=WindowReport(
+            messages_dropped=window.dropped_messages,
+            index_lines=window.index_lines,
+            index_tokens=window.index_tokens,
+            turn_local_drop=window.turn_local_drop,
+            cut_moves=_cut_moves(window),
+            resume=window.resume,
+            core_chars=core_chars,
+            counts_supplied=_supplied(turn.message_counts),
+        ),
         cache=cache,
         **_common_report(turn, token_count + framing, semantic, window.kept),
         **_profile_report(turn, tail.sources, fitted.choice),
@@ -160,12 +172,10 @@ def render_system(
         tokens_budget=turn.budget,
         message_framing_tokens=overhead,
         tokens_trimmed=sum(full) - sum(full[i] for i in fitted.kept),
-        segments_offered=len(full),
-        segments_kept=len(fitted.kept),
-        segments_thinned=0,
         memories_truncated=turn.offer.memories_truncated,
         stable_prefix_messages=0,
-        cache={"cache_mode": None, "cache_breakpoints": [], "prompt_cache_used": False},
+        tail=TailReport(segments_offered=len(full), segments_kept=len(fitted.kept)),
+        cache=CacheReport(),
         **_common_report(turn, token_count + overhead, semantic, []),
         **_profile_report(turn, fitted.kept, fitted.choice),
     )
@@ -199,15 +209,15 @@ def _common_report(
     turn: Turn, sent_tokens: int, semantic: SemanticCall | None, kept: list[Message]
 ) -> dict[str, Any]:
     budget_counted = turn.budget_counted + turn.agent.tools_tokens
-    return {
-        "token_scale": turn.scale,
-        "token_scale_samples": turn.scale_samples,
-        "tokens_budget_counted": budget_counted,
-        "budget_exceeded": sent_tokens > budget_counted,
-        "semantic_ranking": semantic is not None and semantic.used,
-        "semantic_ranking_error": semantic.error if semantic is not None else None,
-        "agent": _agent_report(turn, kept),
-    }
+    return dict(
+        token_scale=turn.scale,
+        token_scale_samples=turn.scale_samples,
+        tokens_budget_counted=budget_counted,
+        budget_exceeded=sent_tokens > budget_counted,
+        semantic_ranking=semantic is not None and semantic.used,
+        semantic_ranking_error=semantic.error if semantic is not None else None,
+        agent=_agent_report(turn, kept),
+    )
 
 
 def _agent_report(turn: Turn, kept: list[Message]) -> AgentReport | None:
@@ -250,9 +260,9 @@ def timed_report(rendered: Rendered, watch: Watch, writes: int) -> CompileReport
     kept = report.stable_prefix_messages - 1 if report.placement == "end" else 0
     counts = {
         "normalise": kept + report.history_messages_dropped,
-        "layout": report.segments_offered,
+        "layout": report.tail.segments_offered,
         "history": kept,
-        "fit": report.segments_kept,
+        "fit": report.tail.segments_kept,
         "render": len(rendered.messages),
         "state_store": writes,
     }
@@ -264,10 +274,12 @@ def _profile_report(turn: Turn, sent: list[int], choice: Sequence[str]) -> dict[
     out: dict[str, Any] = {}
     label = turn.label
     if label is not None:
-        out["query_label"] = label.label
-        if label.effect is not None:
-            out["label_tier_order"] = label.effect.tier_order
-            out["label_memory_share"] = label.effect.memory_share
+        effect = label.effect
+        out["label"] = LabelReport(
+            label.label,
+            effect.tier_order if effect is not None else None,
+            effect.memory_share if effect is not None else None,
+        )
     rules = turn.offer.rules
     if turn.report_policies and rules is not None:
         ids = [s.ref_id for s in turn.offer.segments] + [None] * len(turn.offer.extras)

@@ -27,7 +27,6 @@ from membrane.adapters._common import kept_memory_lines, new_compiler
 from membrane.config import DEFAULT_MESSAGE_OVERHEAD_TOKENS
 from membrane.errors import InvalidInputError, MemoryCollisionError
 from membrane.records import MemoryItem, MemoryKind
-from membrane.report import CompileReport
 from membrane.tokenizers import TiktokenAdapter, TokenCounter
 
 __all__ = [
@@ -171,7 +170,7 @@ def compile_for_agent(
 
     scaffolding, _ = measure_prompt(agent, task, counter)
     empty = new_compiler(max_tokens, options).compile([], task.description)
-    own = CompileReport.from_metadata(empty.metadata).sent_tokens
+    own = empty.report.sent_tokens
     budget = max_tokens - scaffolding + own
     chosen = (task, "", empty, scaffolding)
     for _ in range(_MAX_ROUNDS):

@@ -14,6 +14,7 @@ from typing import Any
 from membrane.errors import InvalidInputError
 from membrane.prompt_text import RECALL_HEADER, THIN_MARK, leading_mem_number, thin_memory_line
 from membrane.records import TIER_PROCEDURAL
+from membrane.report import CompileReport, TailReport
 from membrane.stages.fit import MAX_PROCEDURAL_KEPT, FitChoice, FitRules, MiddleItem, fit_middle
 from membrane.stages.history import RecalledPassage
 from membrane.stages.layout import MemorySegment
@@ -106,15 +107,14 @@ class PreFlightContextFirewall:
         kept_refs = {n: ref for n, ref in (ref_map or {}).items() if n in present}
         offered_tokens = sum(item.full_tokens for item in items)
         kept_tokens = sum(items[i].full_tokens for i in range(len(items)) if choice[i] != "drop")
-        stats = {
-            "segments_offered": len(segments),
-            "segments_kept": len(survivors),
-            "tokens_trimmed": offered_tokens - kept_tokens,
-            "tokens_budget": self.max_tokens,
-            "token_count": total,
-            "budget_exceeded": total > self.max_tokens,
-        }
-        return text, kept_refs, total, stats
+        report = CompileReport(
+            token_count=total,
+            tokens_budget=self.max_tokens,
+            tokens_trimmed=offered_tokens - kept_tokens,
+            budget_exceeded=total > self.max_tokens,
+            tail=TailReport(segments_offered=len(segments), segments_kept=len(survivors)),
+        )
+        return text, kept_refs, total, report.firewall_stats()
 
 
 def drop_until_fits(
