@@ -55,11 +55,35 @@ def test_caveats_are_there_with_numbers() -> None:
     assert len(re.findall(r"\d+(?:\.\d+)?\s?(?:%|ms|×)", caveats)) >= 10
 
 
-def test_local_links_exist() -> None:
-    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", _text()):
-        if "://" in target:
-            continue
-        assert (ROOT / target).exists(), f"README links to a missing file: {target}"
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings (duplicates get -1, -2, ...)."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    seen: dict[str, int] = {}
+    anchors = set()
+    for heading in re.findall(r"^#+ (.*)$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+def test_links_in_the_readme_and_docs_resolve() -> None:
+    pages = [README, ROOT / "CHANGELOG.md", ROOT / "benchmarks" / "README.md"]
+    pages += sorted((ROOT / "docs").glob("*.md"))
+    broken = []
+    for page in pages:
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if "://" in target:
+                continue
+            path, _, fragment = target.partition("#")
+            dest = page.parent / path if path else page
+            if not dest.exists():
+                broken.append(f"{page.name}: {target} (no such file)")
+            elif fragment and dest.suffix == ".md" and fragment not in _anchors(dest):
+                broken.append(f"{page.name}: {target} (no such heading)")
+    assert broken == []
 
 
 def test_results_come_from_committed_files() -> None:
