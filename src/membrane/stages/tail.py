@@ -7,10 +7,7 @@ back, and the end region. This stage chooses them and sheds until the exact coun
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import islice
 
 from membrane.messages import Message, message_text
 from membrane.prompt_text import RECALL_HEADER
@@ -34,41 +31,25 @@ from membrane.stages.history import (
     RecalledPassage,
     WindowCover,
     Writers,
-    recall_candidates,
+    nearest_passages,
+    passage_order,
     recall_reason,
     select_passages,
     window_cover,
 )
 from membrane.stages.values import Budget, Offer, Tail, TurnText
 from membrane.stages.window import HistoryWindow
-from membrane.text.relevance import CombinedStats, TermStats, content_words, stem
+from membrane.text.relevance import CombinedStats, TermStats
 from membrane.text.semantic import SemanticCall
 from membrane.text.sentences import is_question, split_sentences
 
 __all__ = [
-    "EMBEDDED_PASSAGES",
-    "MEANING_PASSAGES",
-    "MEANING_SCAN",
     "FittedTail",
     "TailInput",
     "TailSettings",
     "fit_system",
     "fit_tail",
 ]
-
-#: With an embedder, the passages it ranks per given: the best by word match. Each costs the
-#: model about 60 words (roughly 25 ms of one core for all-MiniLM-L6-v2), once per compiler.
-EMBEDDED_PASSAGES = 8
-#: With an embedder, the dropped passages closest in meaning to a question that may come back
-#: after every passage sharing its rare words (what fits of them: recall's room still binds).
-#: On the conversation benchmark's development split (``recall_probe --embedder --speakers``)
-#: 16, 32 and 64 found more answers each, for more recalled tokens; see docs/lod.md.
-MEANING_PASSAGES = 32
-#: How many of the newest dropped passages are compared by meaning. Each is embedded once per
-#: compiler, so this bounds what a worker that joins a long conversation embeds on its first
-#: question: with all-MiniLM-L6-v2 here about 7 ms of one core for a short chat message and
-#: 20 ms for a full passage, so up to 4 to 10 s once (docs/lod.md).
-MEANING_SCAN = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,10 +117,12 @@ def fit_tail(given: TailInput, window: HistoryWindow, settings: TailSettings) ->
     room = given.budget.counted - before_tail - count(given.text.end_text) - 2
     reason, cover = _recall_need(given, window, settings)
     tracker = window.tracker if reason in ("needed", "no_match") else None
-    passage_order = nearest = None
+    meaning_order = nearest = None
     if tracker is not None and given.semantic is not None:
-        passage_order = _passage_order(tracker, given.text.user_message, given.semantic, cover)
-        nearest = _nearest(tracker, given.text.user_message, given.semantic, given.writers)
+        meaning_order = passage_order(
+            tracker, given.text.user_message, given.semantic, cover, PIN_MIN_SCORE
+        )
+        nearest = nearest_passages(tracker, given.text.user_message, given.semantic, given.writers)
     header = count(RECALL_HEADER) + 2
     memory_tokens = sum(count(line) + 1 for line in given.offer.lines())
     anchor: list[RecalledPassage] = []
@@ -152,7 +135,7 @@ def fit_tail(given: TailInput, window: HistoryWindow, settings: TailSettings) ->
             settings.keyframe_tokens + 8,
             limit=tracker.chunk,
             count=count,
-            extra_ranking=passage_order,
+            extra_ranking=meaning_order,
             max_passages=1,
             min_score=PIN_MIN_SCORE,
             cover=cover,
@@ -182,7 +165,7 @@ def fit_tail(given: TailInput, window: HistoryWindow, settings: TailSettings) ->
                 room - header - used,
                 limit=tracker.chunk,
                 count=count,
-                extra_ranking=passage_order,
+                extra_ranking=meaning_order,
                 min_score=PIN_MIN_SCORE,
                 cover=cover,
                 nearest=nearest,
@@ -255,56 +238,3 @@ def _rank(
         semantic_order=semantic,
     )
     return ranking, stats
-
-
-def _nearest(
-    tracker: HistoryTracker, question: str, semantic: SemanticCall, writers: Writers
-) -> Callable[[], list[int] | None]:
-    """The dropped passages closest in meaning to what ``question`` asks, asked for on first use.
-
-    The best :data:`MEANING_PASSAGES` of the newest :data:`MEANING_SCAN`, closest first. When
-    the question names who wrote some passages (the caller's speakers, or a message's
-    ``name``), only theirs are compared: "What dishes has Omar cooked?" is answered by Omar's
-    "tried making pad thai tonight", which shares no word with it. Recall does not ask when
-    the best word match states two of the question's telling words: more passages would only
-    cost (hard suite: 68 / 44 against 63 / 39 at the same recall). Each passage compared is
-    embedded once per compiler. None: no vote (the turn asks nothing, or the embedder failed).
-    """
-
-    @functools.cache
-    def nearest() -> list[int] | None:
-        passages = tracker.passages
-        asked = set(map(stem, content_words(question)))
-        newest_first = range(len(passages) - 1, -1, -1)
-        named = (
-            p for p in newest_first if writers.of(passages[p].role, passages[p].writer) & asked
-        )
-        pids = list(islice(named, MEANING_SCAN)) or list(islice(newest_first, MEANING_SCAN))
-        pids.reverse()
-        ranked = semantic.order(question, [passages[p].text for p in pids])
-        return None if ranked is None else [pids[i] for i in ranked[:MEANING_PASSAGES]]
-
-    return nearest
-
-
-def _passage_order(
-    tracker: HistoryTracker, question: str, semantic: SemanticCall, cover: WindowCover | None
-) -> Callable[[], list[int] | None]:
-    """The embedder's order of the passages recall may bring back, asked for on first use.
-
-    Recall asks only when the order can change what comes back (not every candidate fits).
-    Only the best :data:`EMBEDDED_PASSAGES` candidates by word match are embedded: the vote
-    reorders those and nothing else, so with fewer than two nothing is embedded, not even
-    the question. None: no vote.
-    """
-
-    @functools.cache
-    def order() -> list[int] | None:
-        candidates = recall_candidates(tracker, question, min_score=PIN_MIN_SCORE, cover=cover)
-        candidates = candidates[:EMBEDDED_PASSAGES]
-        if len(candidates) < 2:
-            return None
-        ranked = semantic.order(question, [tracker.passages[p].text for p in candidates])
-        return None if ranked is None else [candidates[i] for i in ranked]
-
-    return order

@@ -28,10 +28,10 @@ from typing import Any
 
 from membrane.errors import InvalidInputError
 from membrane.messages import HistoryVersion, group_units, prefix_digest
-from membrane.stages.history._cut import CutEvent, HistoryTracker, _unit_key
+from membrane.stages.history._cut import CutEvent, HistoryTracker, unit_key
 from membrane.stages.history._index import IndexLine
 from membrane.stages.history._passages import Passage, sentence_stems, stated_words
-from membrane.stages.history._recall import MAX_POSTINGS_SCANNED
+from membrane.stages.history._score import MAX_POSTINGS_SCANNED
 from membrane.stages.history._shared import Count
 from membrane.text.relevance import stem_letters
 from membrane.text.sketch import TermSketch
@@ -259,7 +259,7 @@ def restore_tracker(
     tracker.bounds = bounds
     tracker.unit_tokens = [0] * cut + [t for _, _, t in snapshot.kept]
     tracker.unit_keys = [
-        _unit_key(messages[a:b]) if u == 0 or u >= cut else () for u, (a, b) in enumerate(bounds)
+        unit_key(messages[a:b]) if u == 0 or u >= cut else () for u, (a, b) in enumerate(bounds)
     ]
     tracker.cut = cut
     tracker.kept_tokens = snapshot.kept_tokens
