@@ -43,12 +43,12 @@ from membrane.stages.preflight import (
     async_analyst,
     summarise_middle,
 )
-from membrane.stages.tail import TailInput, TailSettings, fit_system, fit_tail
+from membrane.stages.tail import TailInput, fit_system, fit_tail
 from membrane.stages.values import Offer
-from membrane.stages.window import WindowInput, WindowPlanner, WindowSettings
+from membrane.stages.window import WindowInput, WindowPlanner
 from membrane.state import InMemoryStateStore, StateStore
 from membrane.text.semantic import Embedder, SemanticRanker
-from membrane.tokenizers import MemoizedCounter, TiktokenAdapter, TokenCounter
+from membrane.tokenizers import CounterChoice, TokenCounter
 
 if TYPE_CHECKING:
     from membrane.profile import MembraneProfile
@@ -65,7 +65,6 @@ __all__ = [
 ]
 
 _MAX_CONVERSATIONS = 512
-_DEFAULT_COUNTER = TiktokenAdapter("cl100k_base")
 
 
 class ContextCompiler:
@@ -115,34 +114,26 @@ class ContextCompiler:
             core_content=core_content,
             include_interrupt_instruction=include_interrupt_instruction,
             memory_placement=memory_placement,
-            window=WindowSettings(
-                trim_history=trim_history,
-                history_share=history_share,
-                eviction_index=eviction_index,
-                index_share=index_share,
-                keyframe_tokens=keyframe_tokens,
-                message_overhead_tokens=message_overhead_tokens,
-            ),
-            tail=TailSettings(
-                recall_evicted_history=recall_evicted_history,
-                rank_fusion=rank_fusion,
-                thin_before_drop=thin_before_drop,
-                keyframe_tokens=keyframe_tokens,
-                message_overhead_tokens=message_overhead_tokens,
-            ),
+            trim_history=trim_history,
+            history_share=history_share,
+            recall_evicted_history=recall_evicted_history,
+            rank_fusion=rank_fusion,
+            message_overhead_tokens=message_overhead_tokens,
+            thin_before_drop=thin_before_drop,
+            keyframe_tokens=keyframe_tokens,
+            eviction_index=eviction_index,
+            index_share=index_share,
             token_scale=token_scale,
             preflight_analyst_model=preflight_analyst_model,
             memory_text_max_chars=memory_text_max_chars,
         )
         self.embedder = embedder
         self.metrics_callback = metrics_callback
-        self.tokenizer_registry = tokenizer_registry
         self.state_store: StateStore = (
             state_store if state_store is not None else InMemoryStateStore()
         )
         self._scope = StateScope(state_namespace)  # raises on a bad namespace
-        self._base_counter = token_counter
-        self._counters: dict[int, MemoizedCounter] = {}
+        self._counters = CounterChoice(model_id, tokenizer_registry, token_counter)
         self._window = WindowPlanner()
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
         # Per conversation: what its last validated history proved (see check_history).
@@ -181,29 +172,17 @@ class ContextCompiler:
         speakers: Mapping[str, str] | None = None,
         debug: bool = False,
     ) -> CompileResult:
-        """Compile one turn.
+        """Compile one turn (each argument: docs/history.md, docs/agents.md).
 
-        ``memories`` are :class:`~membrane.records.MemoryItem` rows or any objects with ``id``
-        and ``memory_kind``; ``[Mem:N]`` numbers follow their order. With end placement,
-        ``conversation_messages`` are sent as given (OpenAI or Anthropic shape, tool calls
-        included), cut from the oldest end in chunks when they outgrow their share.
-        ``conversation_id`` selects the conversation's state (the cut, the index room); without
-        it the compiler keeps one conversation of its own. ``tools`` (OpenAI function tools or
-        Anthropic tools), images in the history (priced from their size; ``image_sizes`` gives
-        remote URLs' sizes) and ``reserve_output_tokens`` (room kept for the answer) are
-        counted against the budget; see ``docs/agents.md``. ``history_version`` (a counter or
-        etag the caller owns) vouches that the history only grew since the last compile that
-        passed it, so the part validated then is not checked again; without it a digest of
-        that part proves it unchanged (see :func:`membrane.messages.check_history`). Mark a turn
-        that comes after the provider's cache expired with ``new_session`` (see docs/history.md).
-        ``message_token_counts`` (an int or None per history message): the caller's counts of
-        their texts, taken on trust (see :func:`membrane.turn.check_message_counts`).
-        ``speakers`` (a person's name -> ``"user"``/``"assistant"``; or a message's ``name``):
-        recall weighs what the person a question names wrote (see docs/history.md).
-
-        One compiler may be shared by threads and tasks: compiles of one conversation take
-        turns, each one's state read, window, tail, state write and ``metrics_callback`` in
-        one critical section; compiles of different conversations run side by side.
+        ``memories`` are :class:`~membrane.records.MemoryItem` rows (or objects with ``id`` and
+        ``memory_kind``), cited ``[Mem:N]`` in their order. ``conversation_messages`` (OpenAI or
+        Anthropic shape, tool calls included) are sent as given, cut from the oldest end in
+        chunks; ``conversation_id`` names their state. ``tools``, images and
+        ``reserve_output_tokens`` count against the budget. ``history_version`` vouches that
+        the history only grew; ``message_token_counts`` are the caller's counts, taken on trust;
+        ``new_session`` marks a turn after the provider's cache expired; ``speakers`` names who
+        writes each role. A compiler may be shared by threads and tasks: compiles of one
+        conversation take turns, different conversations run side by side.
         """
         args = CompileArgs(
             TurnArgs(user_message, last_assistant_turn, agent_persona_prompt, dynamic_directives),
@@ -239,17 +218,11 @@ class ContextCompiler:
             )
             rendered = render_system(request, offer, fitted, semantic, settings, tools_changed)
         else:
-            window = self._window.plan(
-                WindowInput(
-                    request.history,
-                    request.text,
-                    request.budget,
-                    offer.texts(),
-                    request.agent.images.tokens,
-                ),
-                session,
-                settings.window,
+            images = request.agent.images.tokens
+            window_in = WindowInput(
+                request.history, request.text, request.budget, offer.texts(), images
             )
+            window = self._window.plan(window_in, session, settings.window)
             watch.lap("history")
             tail_in = TailInput(
                 request.text, offer, request.budget, semantic, request.history.writers
@@ -283,7 +256,7 @@ class ContextCompiler:
         """
         cache = PreflightCache.for_call(redis_client, kwargs.get("conversation_id"))
         analyst = async_analyst(compress_async, compress_fn)
-        count = self._counter(kwargs.get("tokenizer_registry")).count
+        count = self._counters.for_call(kwargs.get("tokenizer_registry")).count
         raw = (
             oversized_middle(memories, kwargs, self.settings.text_caps, count) if analyst else None
         )
@@ -343,7 +316,7 @@ class ContextCompiler:
         """The checked request: the model's scale read from the store, then the arguments."""
         conversation = args.options.conversation_id
         key = conversation if conversation is not None else DEFAULT_CONVERSATION
-        counter = self._counter(args.options.tokenizer_registry)
+        counter = self._counters.for_call(args.options.tokenizer_registry)
         request = normalise(
             args, self.settings, counter, self._scale(notes), self._checked.get(key)
         )
@@ -369,15 +342,3 @@ class ContextCompiler:
         if self.metrics_callback is not None:
             self.metrics_callback(report.metrics())
         return result
-
-    def _counter(self, registry: TokenizerRegistry | None) -> MemoizedCounter:
-        registry = registry if registry is not None else self.tokenizer_registry
-        if registry is not None:
-            base = registry.counter_for(self.settings.model_id)
-        else:
-            base = self._base_counter if self._base_counter is not None else _DEFAULT_COUNTER
-        memo = self._counters.get(id(base))
-        if memo is None or memo.inner is not base:
-            memo = MemoizedCounter(base)
-            self._counters[id(base)] = memo
-        return memo

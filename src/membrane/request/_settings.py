@@ -52,19 +52,27 @@ class CompilerSettings:
         core_content: str,
         include_interrupt_instruction: bool,
         memory_placement: Placement,
-        window: WindowSettings,
-        tail: TailSettings,
+        trim_history: bool,
+        history_share: float,
+        recall_evicted_history: bool,
+        rank_fusion: bool,
+        message_overhead_tokens: int,
+        thin_before_drop: bool,
+        keyframe_tokens: int,
+        eviction_index: bool,
+        index_share: float,
         token_scale: float | None,
         preflight_analyst_model: str | None,
         memory_text_max_chars: TextCapSetting,
     ) -> CompilerSettings:
-        """Check every option; raises :class:`~membrane.InvalidInputError` naming the bad one."""
+        """Check every option (the constructor's keywords); raises
+        :class:`~membrane.InvalidInputError` naming the bad one."""
         check_positive_int("max_tokens", max_tokens)
         check_placement(memory_placement)
-        check_fraction("history_share", window.history_share, allow_zero=False)
-        check_fraction("index_share", window.index_share, allow_zero=True)
-        check_non_negative_int("message_overhead_tokens", window.message_overhead_tokens)
-        check_positive_int("keyframe_tokens", window.keyframe_tokens)
+        check_fraction("history_share", history_share, allow_zero=False)
+        check_fraction("index_share", index_share, allow_zero=True)
+        check_non_negative_int("message_overhead_tokens", message_overhead_tokens)
+        check_positive_int("keyframe_tokens", keyframe_tokens)
         check_scale(token_scale)
         check_text(core_content, "core_content")
         return cls(
@@ -76,8 +84,21 @@ class CompilerSettings:
             fixed_token_scale=float(token_scale) if token_scale is not None else None,
             preflight_analyst_model=preflight_analyst_model or config.preflight_analyst_model(),
             text_caps=check_text_cap(memory_text_max_chars),
-            window=window,
-            tail=tail,
+            window=WindowSettings(
+                trim_history=trim_history,
+                history_share=history_share,
+                eviction_index=eviction_index,
+                index_share=index_share,
+                keyframe_tokens=keyframe_tokens,
+                message_overhead_tokens=message_overhead_tokens,
+            ),
+            tail=TailSettings(
+                recall_evicted_history=recall_evicted_history,
+                rank_fusion=rank_fusion,
+                thin_before_drop=thin_before_drop,
+                keyframe_tokens=keyframe_tokens,
+                message_overhead_tokens=message_overhead_tokens,
+            ),
         )
 
     @property

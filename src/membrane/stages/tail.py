@@ -7,6 +7,7 @@ back, and the end region. This stage chooses them and sheds until the exact coun
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from membrane.messages import Message, message_text
@@ -115,31 +116,14 @@ def fit_tail(given: TailInput, window: HistoryWindow, settings: TailSettings) ->
     count, overhead = given.budget.counter.count, settings.message_overhead_tokens
     before_tail = count(window.system_text) + overhead + window.kept_tokens + overhead
     room = given.budget.counted - before_tail - count(given.text.end_text) - 2
-    reason, cover = _recall_need(given, window, settings)
-    tracker = window.tracker if reason in ("needed", "no_match") else None
-    meaning_order = nearest = None
-    if tracker is not None and given.semantic is not None:
-        meaning_order = passage_order(
-            tracker, given.text.user_message, given.semantic, cover, PIN_MIN_SCORE
-        )
-        nearest = nearest_passages(tracker, given.text.user_message, given.semantic, given.writers)
+    reason, recall = _recall_for(given, window, settings)
     header = count(RECALL_HEADER) + 2
     memory_tokens = sum(count(line) + 1 for line in given.offer.lines())
     anchor: list[RecalledPassage] = []
-    if tracker is not None and memory_tokens > room - header - 2 * settings.keyframe_tokens:
+    if recall is not None and memory_tokens > room - header - 2 * settings.keyframe_tokens:
         # Under memory pressure the best-matching passage is held a keyframe's room, like
         # every memory is: it competes with their keyframes instead of taking what they leave.
-        anchor = select_passages(
-            tracker,
-            given.text.user_message,
-            settings.keyframe_tokens + 8,
-            limit=tracker.chunk,
-            count=count,
-            extra_ranking=meaning_order,
-            max_passages=1,
-            min_score=PIN_MIN_SCORE,
-            cover=cover,
-        )
+        anchor = recall.select(settings.keyframe_tokens + 8, max_passages=1)
     reserved = header + sum(p.tokens for p in anchor) if anchor else 0
     rules = given.offer.rules
     if rules is not None:
@@ -155,23 +139,10 @@ def fit_tail(given: TailInput, window: HistoryWindow, settings: TailSettings) ->
         thin_before_drop=settings.thin_before_drop,
         rules=rules,
     )
-    if tracker is not None:
+    if recall is not None:
         used = sum(count(line) + 1 for line in tail.lines)
         # Passages come back only for a question that shares a rare word with them.
-        tail.passages = (
-            select_passages(
-                tracker,
-                given.text.user_message,
-                room - header - used,
-                limit=tracker.chunk,
-                count=count,
-                extra_ranking=meaning_order,
-                min_score=PIN_MIN_SCORE,
-                cover=cover,
-                nearest=nearest,
-            )
-            or anchor
-        )
+        tail.passages = recall.select(room - header - used, by_meaning=True) or anchor
     priority: list[tuple[int, ...]] = [
         (int(i not in ranking.pinned), tier, ranking.ranks[i])
         if rules is None
@@ -186,6 +157,52 @@ def fit_tail(given: TailInput, window: HistoryWindow, settings: TailSettings) ->
     elif reason == "no_match" and tail.passages:
         reason = "recalled_by_meaning"
     return FittedTail(tail, text, tokens, list(choice), reason)
+
+
+@dataclass(frozen=True, slots=True)
+class _Recall:
+    """One turn's recall: the dropped passages to choose from and the votes that rank them."""
+
+    tracker: HistoryTracker
+    question: str
+    count: Callable[[str], int]
+    cover: WindowCover | None
+    meaning_order: Callable[[], list[int] | None] | None
+    nearest: Callable[[], list[int] | None] | None
+
+    def select(
+        self, room: int, *, max_passages: int | None = None, by_meaning: bool = False
+    ) -> list[RecalledPassage]:
+        """The passages that fit ``room`` (``by_meaning``: closest in meaning come after)."""
+        return select_passages(
+            self.tracker,
+            self.question,
+            room,
+            limit=self.tracker.chunk,
+            count=self.count,
+            extra_ranking=self.meaning_order,
+            max_passages=max_passages,
+            min_score=PIN_MIN_SCORE,
+            cover=self.cover,
+            nearest=self.nearest if by_meaning else None,
+        )
+
+
+def _recall_for(
+    given: TailInput, window: HistoryWindow, settings: TailSettings
+) -> tuple[str | None, _Recall | None]:
+    """Why recall fires or not (see :func:`_recall_need`), and its passages when it may."""
+    reason, cover = _recall_need(given, window, settings)
+    tracker = window.tracker if reason in ("needed", "no_match") else None
+    if tracker is None:
+        return reason, None
+    question, semantic = given.text.user_message, given.semantic
+    meaning_order = nearest = None
+    if semantic is not None:
+        meaning_order = passage_order(tracker, question, semantic, cover, PIN_MIN_SCORE)
+        nearest = nearest_passages(tracker, question, semantic, given.writers)
+    count = given.budget.counter.count
+    return reason, _Recall(tracker, question, count, cover, meaning_order, nearest)
 
 
 def _recall_need(
