@@ -63,6 +63,10 @@ class MetadataView:
         return self.metadata.get("reserve_output_tokens")
 
     @property
+    def reserve_output_default(self) -> Any:
+        return self.metadata.get("reserve_output_default")
+
+    @property
     def tools_tokens(self) -> Any:
         return self.metadata.get("tools_tokens")
 
@@ -136,6 +140,8 @@ class AgentReport:
 
     Only the parts a compile had are rendered: tool keys with tools, image keys with images
     in the prompt, reserve keys when a reserve applies (a known window or an explicit one).
+    ``reserve_output_default`` is true when the reserve is Membrane's default rather than the
+    caller's ``reserve_output_tokens``; the request builders send only the caller's.
     """
 
     tools: int = 0
@@ -146,6 +152,7 @@ class AgentReport:
     images_unsized: int = 0
     reserve_output_tokens: int | None = None
     context_window: int | None = None
+    reserve_output_default: bool = False
 
     def metadata(self) -> dict[str, Any]:
         md: dict[str, Any] = {}
@@ -160,6 +167,7 @@ class AgentReport:
         if self.reserve_output_tokens is not None:
             md["reserve_output_tokens"] = self.reserve_output_tokens
             md["context_window"] = self.context_window
+            md["reserve_output_default"] = self.reserve_output_default
         return md
 
     @classmethod
@@ -176,6 +184,7 @@ class AgentReport:
             images_unsized=int(md.get("images_unsized", 0)),
             reserve_output_tokens=None if reserve is None else int(reserve),
             context_window=None if window is None else int(window),
+            reserve_output_default=bool(md.get("reserve_output_default", False)),
         )
 
 
