@@ -19,7 +19,8 @@ Where the ids come from:
 from __future__ import annotations
 
 import argparse
-import importlib
+import ast
+import importlib.util
 import logging
 import re
 import sys
@@ -88,11 +89,7 @@ def google_ids() -> list[str]:
         found.extend(_literal_strings(interactions.Model))
     except (ImportError, AttributeError):
         pass
-    tables = importlib.import_module("google.genai._local_tokenizer_loader")
-    for name in dir(tables):
-        value = getattr(tables, name)
-        if name.startswith("_GEMINI") and isinstance(value, dict):
-            found.extend(str(k) for k in value)
+    found.extend(_tokenizer_table_ids())
     ids = [
         m
         for m in found
@@ -101,6 +98,25 @@ def google_ids() -> list[str]:
         and not _RETIRED_GEMINI.match(m)
     ]
     return list(dict.fromkeys(ids))
+
+
+def _tokenizer_table_ids() -> list[str]:
+    """The keys of the ``_GEMINI...`` dicts of the tokenizer loader, read from its source (the
+    module itself imports sentencepiece, which google-genai does not install)."""
+    spec = importlib.util.find_spec("google.genai")
+    if spec is None or spec.origin is None:
+        return []
+    source = Path(spec.origin).with_name("_local_tokenizer_loader.py")
+    if not source.exists():
+        return []
+    ids: list[str] = []
+    for node in ast.parse(source.read_text("utf-8")).body:
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Dict):
+            continue
+        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        if any(n.startswith("_GEMINI") for n in names):
+            ids.extend(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+    return [str(i) for i in ids]
 
 
 def sdk_model_ids() -> dict[str, list[str]]:
