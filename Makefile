@@ -22,7 +22,12 @@ CREWAI_TESTS := tests/adapters/crewai tests/adapters/test_mcp_server.py tests/ad
 ORACLE := .venv-oracle
 ORACLE_STAMP := $(ORACLE)/.installed-0.1.1
 
-.PHONY: demo test lint typecheck bench clean system-deps oracle
+# The SDK releases whose model-id literals the capability map is tested against; `make test`
+# installs exactly these, and `make check-models` (outside CI) tries the newest releases.
+SDK_PINS := constraints/sdks.txt
+NEWEST_SDKS := .venv-sdk-newest
+
+.PHONY: demo test lint typecheck bench clean system-deps oracle check-models
 
 $(CORE_STAMP): pyproject.toml
 	@echo "==> creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version))"
@@ -31,10 +36,10 @@ $(CORE_STAMP): pyproject.toml
 	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e .
 	touch $(CORE_STAMP)
 
-$(STAMP): pyproject.toml $(CORE_STAMP)
+$(STAMP): pyproject.toml $(SDK_PINS) $(CORE_STAMP)
 	@echo "==> installing every extra and the dev tools into $(VENV) (a few minutes)"
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
+	$(BIN)/pip install --quiet -c $(SDK_PINS) -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 $(CREWAI_STAMP): pyproject.toml
@@ -79,5 +84,14 @@ test: $(STAMP) $(CREWAI_STAMP) oracle system-deps lint typecheck
 bench: $(STAMP) oracle
 	$(BIN)/python -m benchmarks
 
+# Does the capability map resolve every model id of the newest openai, anthropic and
+# google-genai releases? Not part of `make test`: a new release must not fail CI overnight.
+check-models:
+	rm -rf $(NEWEST_SDKS)
+	$(PYTHON) -m venv $(NEWEST_SDKS)
+	$(NEWEST_SDKS)/bin/pip install --quiet --upgrade pip
+	$(NEWEST_SDKS)/bin/pip install --quiet -e . openai anthropic google-genai
+	$(NEWEST_SDKS)/bin/python scripts/sdk_model_ids.py --newest
+
 clean:
-	rm -rf $(VENV) $(CREWAI_VENV) $(ORACLE) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CREWAI_VENV) $(ORACLE) $(NEWEST_SDKS) .pytest_cache .mypy_cache .ruff_cache
