@@ -64,7 +64,7 @@ def _squeeze(run: DemoRun) -> int:
 
     def trimmed(t: TurnReport) -> tuple[int, int]:
         r = t.report
-        return (r.tail.segments_offered - r.tail.segments_kept + r.tail.segments_thinned, t.turn)
+        return (r.fit.segments_offered - r.fit.segments_kept + r.fit.segments_thinned, t.turn)
 
     return max(run.turns, key=trimmed).turn
 
@@ -76,8 +76,8 @@ def _story(run: DemoRun) -> str:
     first_recall = run.recall_turns[0]
     squeeze = turns[_squeeze(run)]
     p = squeeze.report
-    kept, thinned = p.tail.segments_kept - p.tail.segments_thinned, p.tail.segments_thinned
-    dropped = p.tail.segments_offered - p.tail.segments_kept
+    kept, thinned = p.fit.segments_kept - p.fit.segments_thinned, p.fit.segments_thinned
+    dropped = p.fit.segments_offered - p.fit.segments_kept
     changed = [t.turn for t in run.turns if t.prefix_same is False]
     same = sum(1 for t in run.turns if t.prefix_same)
     late = [turns[t] for t in run.recall_turns if t > cuts[-1]]
@@ -95,11 +95,11 @@ def _story(run: DemoRun) -> str:
         f"and is repeated byte for byte in between ({same} of {len(run.turns) - 1} turns). "
         f"Turn {squeeze.turn} is the tightest: a {squeeze.regions['current']}-token message "
         f"arrives while {squeeze.regions['history']:,} tokens of history are kept, and of the "
-        f"{p.tail.segments_offered} memories offered {kept} stay in full, {thinned} are thinned to "
+        f"{p.fit.segments_offered} memories offered {kept} stay in full, {thinned} are thinned to "
         f"their keyframes and {dropped} dropped, so the turn still fits "
         f"({squeeze.sent_tokens:,} of {run.budget:,} tokens). After the last cut, "
         f"{len(late)} of the {len(run.turns) - cuts[-1] + 1} remaining turns bring back "
-        f"{sum(t.report.tail.messages_recalled for t in late)} passages of messages that were "
+        f"{sum(t.report.fit.messages_recalled for t in late)} passages of messages that were "
         "dropped long before."
     )
     return textwrap.fill(story, width=96) + "\n"

@@ -38,13 +38,13 @@ from membrane.request import (
 from membrane.result import CompileResult, CostQuote
 from membrane.session import KeyedLocks, LRUCache, StateScope, StoreNotes, run_off_loop
 from membrane.stages.agent import check_tools_change
+from membrane.stages.final import FinalInput, fit_final, fit_system
 from membrane.stages.preflight import (
     PreflightCache,
     SyncCompressor,
     async_analyst,
     summarise_middle,
 )
-from membrane.stages.tail import TailInput, fit_system, fit_tail
 from membrane.stages.values import Offer
 from membrane.stages.window import WindowInput, WindowPlanner
 from membrane.state import InMemoryStateStore, StateStore
@@ -227,12 +227,12 @@ class ContextCompiler:
             )
             window = self._window.plan(window_in, session, settings.window)
             watch.lap("history")
-            tail_in = TailInput(
+            final_in = FinalInput(
                 request.text, offer, request.budget, semantic, request.history.writers
             )
-            tail = fit_tail(tail_in, window, settings.tail)
+            final = fit_final(final_in, window, settings.final)
             watch.lap("fit")
-            rendered = render_end(request, offer, window, tail, semantic, settings, tools_changed)
+            rendered = render_end(request, offer, window, final, semantic, settings, tools_changed)
         watch.lap("render")
         writes = session.save()
         watch.lap("state_store")

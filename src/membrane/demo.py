@@ -147,7 +147,7 @@ class DemoRun:
 
     @property
     def recall_turns(self) -> tuple[int, ...]:
-        return tuple(t.turn for t in self.turns if t.report.tail.messages_recalled)
+        return tuple(t.turn for t in self.turns if t.report.fit.messages_recalled)
 
 
 def _words(text: str) -> set[str]:
@@ -241,12 +241,12 @@ def _cache_word(report: TurnReport, min_cacheable: int) -> str:
 def _row(report: TurnReport, run: DemoRun) -> str:
     md = report.report
     r = report.regions
-    tail = md.tail
+    tail = md.fit
     offered, kept, thinned = tail.segments_offered, tail.segments_kept, tail.segments_thinned
     sent = report.sent_tokens
     prefix = cacheable_prefix_tokens(report.result)
     memories = f"{kept - thinned}/{thinned}/{offered - kept}"
-    history = f"{md.history_messages_dropped}/{md.tail.messages_recalled}"
+    history = f"{md.history_messages_dropped}/{md.fit.messages_recalled}"
     return (
         f"{report.turn:>4} {r['core']:>6}{r['index']:>6}{r['history']:>6}{r['memories']:>6}"
         f"{r['recall']:>7}{r['current']:>6}   {f'{sent:,}/{run.budget:,}':>13}  "
@@ -331,7 +331,7 @@ def render_report(run: DemoRun) -> str:
         f"{final.messages_dropped} messages dropped by the end, "
         f"{final.index_lines} index lines",
         f"  recall                   {len(run.recall_turns)} turns brought back "
-        f"{sum(t.report.tail.messages_recalled for t in run.turns)} "
+        f"{sum(t.report.fit.messages_recalled for t in run.turns)} "
         "passages of dropped history",
         f"  prefix repeated          {same} of {len(run.turns) - 1} turns began with the "
         "previous turn's prefix, byte for byte",

@@ -25,15 +25,15 @@ def quote_for(result: CompileResult, price_per_1k_input_tokens: float) -> CostQu
     report = result.report
     total = provider_tokens(report.sent_tokens, report.token_scale)
     strategies = []
-    if report.tail.segments_kept < report.tail.segments_offered:
+    if report.fit.segments_kept < report.fit.segments_offered:
         strategies.append("memories_dropped")
-    if report.tail.segments_thinned:
+    if report.fit.segments_thinned:
         strategies.append("memories_thinned")
     if report.memories_truncated:
         strategies.append("memory_text_capped")
     if report.history_messages_dropped:
         strategies.append("history_cut")
-    if report.tail.messages_recalled:
+    if report.fit.messages_recalled:
         strategies.append("history_recalled")
     return CostQuote(
         total_tokens=total,

@@ -16,17 +16,17 @@ from membrane.report import (
     AgentReport,
     CacheReport,
     CompileReport,
+    FitReport,
     LabelReport,
-    TailReport,
 )
 from membrane.request import CompileRequest, CompilerSettings
 from membrane.result import CompileResult
 from membrane.session import StoreNotes
+from membrane.stages.final import FittedFinal
 from membrane.stages.firewall import SystemMessage
 from membrane.stages.fit import rules_outcome
 from membrane.stages.glaciator import cache_report
 from membrane.stages.layout import MemorySegment
-from membrane.stages.tail import FittedTail
 from membrane.stages.values import Offer
 from membrane.stages.window import HistoryWindow
 from membrane.text.semantic import SemanticCall
@@ -74,7 +74,7 @@ def render_end(
     request: CompileRequest,
     offer: Offer,
     window: HistoryWindow,
-    fitted: FittedTail,
+    fitted: FittedFinal,
     semantic: SemanticCall | None,
     settings: CompilerSettings,
     tools_changed: bool,
@@ -82,7 +82,7 @@ def render_end(
     """End placement: system (core and index), the kept history, then the final message."""
     budget, core, overhead = request.budget, request.text.core, settings.message_overhead_tokens
     count = budget.count
-    tail = fitted.tail
+    message = fitted.message
     messages: list[Message] = [
         {"role": "system", "content": window.system_text},
         *map(unstamped, window.kept),
@@ -95,7 +95,7 @@ def render_end(
     )
     framing = overhead * len(messages)
     offered = offer.lines()
-    trimmed = sum(count(line) for line in offered) - sum(count(line) for line in tail.lines)
+    trimmed = sum(count(line) for line in offered) - sum(count(line) for line in message.lines)
     core_chars = len(core) if window.index_lines else None
     report = CompileReport(
         model_id=settings.model_id,
@@ -106,7 +106,7 @@ def render_end(
         tokens_trimmed=max(trimmed, 0) + window.dropped_tokens,
         memories_truncated=offer.memories_truncated,
         stable_prefix_messages=1 + len(window.kept),
-        tail=fitted.report(len(offered)),
+        fit=fitted.report(len(offered)),
         window=window.report(core_chars, _supplied(request.history.counts)),
         cache=cache_report(
             settings.model_id,
@@ -121,12 +121,12 @@ def render_end(
             capabilities=budget.capabilities,
         ),
         **_common_report(request, token_count + framing, semantic, window.kept, tools_changed),
-        **_profile_report(request, offer, tail.sources, fitted.choice),
+        **_profile_report(request, offer, message.sources, fitted.choice),
     )
     regions = _end_marks(core, fitted)
     debug = request.options.debug
-    trace = {"choices": fitted.choice, "sources": list(tail.sources)} if debug else None
-    cited = cited_numbers(offer, tail.sources, tail.memory_text())
+    trace = {"choices": fitted.choice, "sources": list(message.sources)} if debug else None
+    cited = cited_numbers(offer, message.sources, message.memory_text())
     return Rendered(messages, offer, cited, report, regions, trace, _tools(request))
 
 
@@ -151,7 +151,7 @@ def render_system(
         tokens_trimmed=sum(full) - sum(full[i] for i in fitted.kept),
         memories_truncated=offer.memories_truncated,
         stable_prefix_messages=0,
-        tail=TailReport(segments_offered=len(full), segments_kept=len(fitted.kept)),
+        fit=FitReport(segments_offered=len(full), segments_kept=len(fitted.kept)),
         cache=CacheReport(),
         **_common_report(request, token_count + overhead, semantic, [], tools_changed),
         **_profile_report(request, offer, fitted.kept, fitted.choice),
@@ -246,9 +246,9 @@ def timed_report(rendered: Rendered, notes: StoreNotes, watch: Watch, writes: in
     kept = report.stable_prefix_messages - 1 if report.placement == "end" else 0
     counts = {
         "normalise": kept + report.history_messages_dropped,
-        "layout": report.tail.segments_offered,
+        "layout": report.fit.segments_offered,
         "history": kept,
-        "fit": report.tail.segments_kept,
+        "fit": report.fit.segments_kept,
         "render": len(rendered.messages),
         "state_store": writes,
     }
@@ -276,11 +276,11 @@ def _profile_report(
     return out
 
 
-def _end_marks(core: str, fitted: FittedTail) -> RegionMarks:
-    tail, text = fitted.tail, fitted.text
-    current = len(text) - len(tail.end_text)
+def _end_marks(core: str, fitted: FittedFinal) -> RegionMarks:
+    message, text = fitted.message, fitted.text
+    current = len(text) - len(message.end_text)
     # The blank line between the memories and the recall block belongs to the recall block.
-    recall = (len(tail.memory_text()) if tail.lines else 0) if tail.passages else current
+    recall = (len(message.memory_text()) if message.lines else 0) if message.passages else current
     return RegionMarks(
         (("core", 0), ("index", len(core))),
         (("memories", 0), ("recall", recall), ("current", current)),

@@ -69,8 +69,8 @@ def stress_record(
         "budget_fill": round(report.sent_tokens / budget, 4),
         "budget_exceeded": report.budget_exceeded,
         "tokens_trimmed": report.tokens_trimmed,
-        "memories_dropped": report.tail.segments_offered - report.tail.segments_kept,
-        "memories_thinned": report.tail.segments_thinned,
+        "memories_dropped": report.fit.segments_offered - report.fit.segments_kept,
+        "memories_thinned": report.fit.segments_thinned,
         "history_messages_dropped": report.history_messages_dropped,
         "load": dict(load) if load is not None else sample_load(),
     }

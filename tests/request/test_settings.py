@@ -11,7 +11,7 @@ def test_settings_are_checked_once_and_read_back_by_name() -> None:
     compiler = ContextCompiler(900, model_id="gpt-4o", history_share=0.5, keyframe_tokens=40)
     settings = compiler.settings
     assert settings.window.history_share == 0.5
-    assert settings.tail.keyframe_tokens == settings.window.keyframe_tokens == 40
+    assert settings.final.keyframe_tokens == settings.window.keyframe_tokens == 40
     # The seed's attribute spelling still reads the same record.
     assert compiler.max_tokens == 900 and compiler.history_share == 0.5
     with pytest.raises(AttributeError):

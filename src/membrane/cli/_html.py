@@ -102,8 +102,8 @@ def render_html(result: CompileResult, anatomy: Anatomy) -> str:
 
 def _stats(result: CompileResult, report: CompileReport, sent: int) -> _Markup:
     prefix = cacheable_prefix_tokens(result)
-    offered, kept = report.tail.segments_offered, report.tail.segments_kept
-    dropped, recalled = report.history_messages_dropped, report.tail.messages_recalled
+    offered, kept = report.fit.segments_offered, report.fit.segments_kept
+    dropped, recalled = report.history_messages_dropped, report.fit.messages_recalled
     stats = [
         (f"{sent:,} / {report.tokens_budget:,}", "tokens sent / budget"),
         (f"{prefix / sent * 100 if sent else 0:.0f}%", "cacheable prefix"),

@@ -88,8 +88,8 @@ def _profile_lines(report: CompileReport) -> list[str]:
 
 
 def _trimming_lines(report: CompileReport) -> list[str]:
-    offered, kept = report.tail.segments_offered, report.tail.segments_kept
-    thinned = report.tail.segments_thinned
+    offered, kept = report.fit.segments_offered, report.fit.segments_kept
+    thinned = report.fit.segments_thinned
     out = [
         f"memories: {offered} offered, {kept - thinned} in full, {thinned} thinned, "
         f"{offered - kept} dropped; {report.memories_truncated} capped in length",
@@ -97,7 +97,7 @@ def _trimming_lines(report: CompileReport) -> list[str]:
     if (window := report.window) is not None:
         out.append(
             f"history: {window.messages_dropped} messages dropped, "
-            f"{report.tail.messages_recalled} passages recalled, index "
+            f"{report.fit.messages_recalled} passages recalled, index "
             f"{window.index_lines} lines / {window.index_tokens} tokens"
         )
     out.append(f"tokens trimmed: {report.tokens_trimmed:,}")

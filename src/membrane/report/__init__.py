@@ -1,7 +1,7 @@
 """The typed evidence of one compile, and the ``metadata`` dict rendered from it.
 
 A :class:`CompileReport` is composed of the stages' own fragments (:class:`WindowReport`,
-:class:`TailReport`, :class:`CacheReport`, :class:`AgentReport`, ...). Every public metadata key
+:class:`FitReport`, :class:`CacheReport`, :class:`AgentReport`, ...). Every public metadata key
 is declared once, in ``_keys``, beside the field it renders; ``metadata()`` and
 ``from_metadata()`` both go through that table.
 """
@@ -13,11 +13,11 @@ from membrane.report._fragments import (
     AgentReport,
     CacheReport,
     CompileMetrics,
+    FitReport,
     LabelReport,
     MetadataView,
     PolicyReport,
     StoreReport,
-    TailReport,
     WindowReport,
 )
 from membrane.report._keys import CACHE_KEYS, FIREWALL_STATS, render_cache
@@ -29,11 +29,11 @@ __all__ = [
     "CacheReport",
     "CompileMetrics",
     "CompileReport",
+    "FitReport",
     "LabelReport",
     "MetadataView",
     "PolicyReport",
     "StoreReport",
-    "TailReport",
     "WindowReport",
     "render_cache",
 ]

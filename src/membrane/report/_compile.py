@@ -10,10 +10,10 @@ from membrane.report._fragments import (
     AgentReport,
     CacheReport,
     CompileMetrics,
+    FitReport,
     LabelReport,
     PolicyReport,
     StoreReport,
-    TailReport,
     WindowReport,
 )
 from membrane.report._keys import FIREWALL_STATS, read_metadata, render_metadata
@@ -37,7 +37,7 @@ class CompileReport:
     token_scale_samples: int = 0
     tokens_budget_counted: int = 0
     budget_exceeded: bool = False
-    tail: TailReport = field(default_factory=TailReport)
+    fit: FitReport = field(default_factory=FitReport)
     #: None with system placement (no history window).
     window: WindowReport | None = None
     cache: CacheReport | None = None
@@ -71,7 +71,7 @@ class CompileReport:
         values, parts = read_metadata(md)
         report = cls(**values)
         fragments: dict[str, Any] = {
-            "tail": TailReport(**parts.get("tail", {})),
+            "fit": FitReport(**parts.get("fit", {})),
             "store": StoreReport(**parts.get("store", {})),
         }
         if report.placement == "end":
@@ -113,8 +113,8 @@ class CompileReport:
             token_count=self.token_count,
             tokens_budget=self.tokens_budget,
             tokens_trimmed=self.tokens_trimmed,
-            segments_offered=self.tail.segments_offered,
-            segments_kept=self.tail.segments_kept,
+            segments_offered=self.fit.segments_offered,
+            segments_kept=self.fit.segments_kept,
             history_messages_dropped=self.history_messages_dropped,
             cacheable_prefix_tokens=(cache.prefix_tokens or 0) if cache else 0,
             dynamic_tail_tokens=(cache.tail_tokens or 0) if cache else 0,

@@ -10,11 +10,11 @@ __all__ = [
     "AgentReport",
     "CacheReport",
     "CompileMetrics",
+    "FitReport",
     "LabelReport",
     "MetadataView",
     "PolicyReport",
     "StoreReport",
-    "TailReport",
     "WindowReport",
 ]
 
@@ -141,7 +141,7 @@ class WindowReport:
 
 
 @dataclass(frozen=True, slots=True)
-class TailReport:
+class FitReport:
     """What the fit kept of the memories on offer, and what recall brought back."""
 
     segments_offered: int = 0

@@ -196,14 +196,14 @@ _KEYS: tuple[_Key, ...] = (
     _key("tokens_budget", "tokens_budget", int),
     _key("message_framing_tokens", "message_framing_tokens", int),
     _key("tokens_trimmed", "tokens_trimmed", int),
-    _key("segments_offered", "tail.segments_offered", int),
-    _key("segments_kept", "tail.segments_kept", int),
-    _key("segments_thinned", "tail.segments_thinned", int),
+    _key("segments_offered", "fit.segments_offered", int),
+    _key("segments_kept", "fit.segments_kept", int),
+    _key("segments_thinned", "fit.segments_thinned", int),
     _key("memories_truncated", "memories_truncated", int),
     _Key(_STABLE_PREFIX.name, _STABLE_PREFIX.path, _end, _STABLE_PREFIX.write, _STABLE_PREFIX.read),
     _key("history_messages_dropped", "window.messages_dropped", int, when=_end),
-    _key("history_messages_recalled", "tail.messages_recalled", int, when=_end),
-    _key("history_recall_reason", "tail.recall_reason", when=_present("tail.recall_reason")),
+    _key("history_messages_recalled", "fit.messages_recalled", int, when=_end),
+    _key("history_recall_reason", "fit.recall_reason", when=_present("fit.recall_reason")),
     _key("history_index_lines", "window.index_lines", int, when=_end),
     _key("history_index_tokens", "window.index_tokens", int, when=_end),
     _key(
@@ -214,7 +214,7 @@ _KEYS: tuple[_Key, ...] = (
         write=_moves,
     ),
     _key("history_resume", "window.resume", when=_both(_end, _present("window.resume"))),
-    _Key("retrieval_summary", "tail", _always, lambda r: r.tail.summary, None),
+    _Key("retrieval_summary", "fit", _always, lambda r: r.fit.summary, None),
     _Key(_STABLE_PREFIX.name, _STABLE_PREFIX.path, _system, _STABLE_PREFIX.write, None),
     *_in("cache", _CACHE_TABLE, _system),
     _key(
@@ -273,7 +273,7 @@ _KEYS: tuple[_Key, ...] = (
     ),
 )
 
-_FRAGMENTS = ("tail", "window", "cache", "store", "agent", "label")
+_FRAGMENTS = ("fit", "window", "cache", "store", "agent", "label")
 
 #: The keys of the seed's ``PreFlightContextFirewall.run`` stats, in their order.
 FIREWALL_STATS = (

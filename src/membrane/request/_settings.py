@@ -16,7 +16,7 @@ from membrane.request._checks import (
     check_positive_int,
     check_scale,
 )
-from membrane.stages.tail import TailSettings
+from membrane.stages.final import FinalSettings
 from membrane.stages.window import WindowSettings
 
 __all__ = ["CompilerSettings", "Placement"]
@@ -28,7 +28,7 @@ Placement = Literal["end", "system"]
 class CompilerSettings:
     """What :class:`~membrane.ContextCompiler` was built with, checked.
 
-    ``window`` and ``tail`` are the parts the history-window and final-message stages read.
+    ``window`` and ``final`` are the parts the history-window and final-message stages read.
     """
 
     max_tokens: int
@@ -42,7 +42,7 @@ class CompilerSettings:
     #: ``memory_text_max_chars``, checked.
     text_caps: TextCapSetting
     window: WindowSettings
-    tail: TailSettings
+    final: FinalSettings
     #: The caller's window and output limit for the model; they win over the capability map.
     model_limits: ModelLimits | None = None
 
@@ -100,7 +100,7 @@ class CompilerSettings:
                 keyframe_tokens=keyframe_tokens,
                 message_overhead_tokens=message_overhead_tokens,
             ),
-            tail=TailSettings(
+            final=FinalSettings(
                 recall_evicted_history=recall_evicted_history,
                 rank_fusion=rank_fusion,
                 thin_before_drop=thin_before_drop,
@@ -123,7 +123,7 @@ class CompilerSettings:
 
     def option(self, name: str) -> Any:
         """The option called ``name`` (a constructor keyword), wherever it is kept."""
-        for part in (self, self.window, self.tail):
+        for part in (self, self.window, self.final):
             if name in _names(type(part)):
                 return getattr(part, name)
         raise AttributeError(name)

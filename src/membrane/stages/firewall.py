@@ -14,9 +14,9 @@ from typing import Any
 from membrane.errors import InvalidInputError
 from membrane.prompt_text import THIN_MARK, leading_mem_number, thin_memory_line
 from membrane.records import TIER_PROCEDURAL
-from membrane.report import CompileReport, TailReport
+from membrane.report import CompileReport, FitReport
 from membrane.stages.fit import MAX_PROCEDURAL_KEPT, FitChoice, FitRules, MiddleItem, fit_middle
-from membrane.stages.values import Offer, Tail, joined_parts
+from membrane.stages.values import FinalMessage, Offer, joined_parts
 from membrane.text.keyframes import keyframe
 from membrane.text.relevance import Rarity, lexical_scores, rank_fusion
 from membrane.tokenizers import TiktokenAdapter, TokenCounter
@@ -109,7 +109,7 @@ class PreFlightContextFirewall:
             tokens_budget=self.max_tokens,
             tokens_trimmed=offered_tokens - kept_tokens,
             budget_exceeded=total > self.max_tokens,
-            tail=TailReport(segments_offered=len(segments), segments_kept=len(survivors)),
+            fit=FitReport(segments_offered=len(segments), segments_kept=len(survivors)),
         )
         return text, kept_refs, total, report.firewall_stats()
 
@@ -254,7 +254,7 @@ def fit_offer(
     thinned: Callable[[], list[str | None]],
     thin_before_drop: bool,
     rules: FitRules | None = None,
-) -> tuple[Tail, list[FitChoice]]:
+) -> tuple[FinalMessage, list[FitChoice]]:
     """Fit the offer into ``room`` tokens; kept lines come out in tier order, then input order.
 
     ``thinned`` is called only when the full texts may not all go (they do not fit, or
@@ -269,7 +269,7 @@ def fit_offer(
     simple = rules is None or not rules.may_trim
     if fits and simple and tiers.count(TIER_PROCEDURAL) <= MAX_PROCEDURAL_KEPT:
         # Everything goes in whole: no sizes to weigh, only the tier order to keep.
-        tail = Tail(end_text)
+        tail = FinalMessage(end_text)
         tail.sources = sorted(range(len(lines)), key=lambda i: (tiers[i], i))
         tail.lines = [lines[i] for i in tail.sources]
         return tail, ["full"] * len(lines)
@@ -287,7 +287,7 @@ def fit_offer(
         for i, tier in enumerate(offer.tiers())
     ]
     choice = fit_middle(items, room, thin_before_drop=thin_before_drop, rules=rules)
-    tail = Tail(end_text)
+    tail = FinalMessage(end_text)
     for i in sorted(range(len(lines)), key=lambda i: (tiers[i], i)):
         if choice[i] == "drop":
             continue
@@ -300,7 +300,7 @@ def fit_offer(
 
 
 def shed_to_fit(
-    tail: Tail,
+    tail: FinalMessage,
     limit: int,
     count_lines: Callable[[Sequence[tuple[str, str]]], int],
     priority: Sequence[tuple[int, ...]],
@@ -308,7 +308,7 @@ def shed_to_fit(
     """Drop passages, then the lowest-priority lines, until the tail's text fits ``limit``.
 
     Summed line counts can differ from the joined text's count by a few tokens at the joins;
-    this makes the final count exact: ``count_lines`` counts the text of :meth:`Tail.parts`
+    this makes the final count exact: ``count_lines`` counts the text of :meth:`FinalMessage.parts`
     (see ``MemoizedCounter.count_lines``). Returns the tail's text and that count.
     """
     while True:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from membrane.messages import CheckedPrefix, Message
     from membrane.tokenizers import MemoizedCounter
 
-__all__ = ["Budget", "HistoryRequest", "Offer", "Tail", "TurnText", "joined_parts"]
+__all__ = ["Budget", "FinalMessage", "HistoryRequest", "Offer", "TurnText", "joined_parts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +105,7 @@ class Offer:
 
 
 @dataclass
-class Tail:
+class FinalMessage:
     """The final user message: kept memory lines, recalled passages, then the end region."""
 
     end_text: str

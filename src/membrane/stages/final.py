@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from membrane.messages import Message, message_text
 from membrane.prompt_text import RECALL_HEADER
 from membrane.records import TIER_PROCEDURAL
-from membrane.report import TailReport
+from membrane.report import FitReport
 from membrane.stages.firewall import (
     MAX_PROCEDURAL_KEPT,
     PIN_MIN_SCORE,
@@ -38,24 +38,24 @@ from membrane.stages.history import (
     select_passages,
     window_cover,
 )
-from membrane.stages.values import Budget, Offer, Tail, TurnText
+from membrane.stages.values import Budget, FinalMessage, Offer, TurnText
 from membrane.stages.window import HistoryWindow
 from membrane.text.relevance import CombinedStats, TermStats
 from membrane.text.semantic import SemanticCall
 from membrane.text.sentences import is_question, split_sentences
 
 __all__ = [
-    "FittedTail",
-    "TailInput",
-    "TailSettings",
+    "FinalInput",
+    "FinalSettings",
+    "FittedFinal",
+    "fit_final",
     "fit_system",
-    "fit_tail",
 ]
 
 
 @dataclass(frozen=True, slots=True)
-class TailSettings:
-    """The compiler options the tail depends on."""
+class FinalSettings:
+    """The compiler options the final message depends on."""
 
     recall_evicted_history: bool
     rank_fusion: bool
@@ -65,7 +65,7 @@ class TailSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class TailInput:
+class FinalInput:
     """What the final message reads of one compile: the turn's texts, the offer, the budget."""
 
     text: TurnText
@@ -77,22 +77,22 @@ class TailInput:
 
 
 @dataclass(frozen=True, slots=True)
-class FittedTail:
+class FittedFinal:
     """The final message's parts, its text and exact count, and each item's fit choice."""
 
-    tail: Tail
+    message: FinalMessage
     text: str
     tokens: int
     choice: list[FitChoice]
     recall_reason: str | None = None
 
-    def report(self, offered: int) -> TailReport:
+    def report(self, offered: int) -> FitReport:
         """This stage's part of the compile's report (``offered``: items on offer)."""
-        return TailReport(
+        return FitReport(
             segments_offered=offered,
-            segments_kept=len(self.tail.lines),
-            segments_thinned=self.tail.thinned,
-            messages_recalled=len(self.tail.passages),
+            segments_kept=len(self.message.lines),
+            segments_thinned=self.message.thinned,
+            messages_recalled=len(self.message.passages),
             recall_reason=self.recall_reason,
         )
 
@@ -111,25 +111,25 @@ def fit_system(
     return fit_system_message(offer, text.core, end_text, budget.count, budget.counted - overhead)
 
 
-def fit_tail(given: TailInput, window: HistoryWindow, settings: TailSettings) -> FittedTail:
+def fit_final(given: FinalInput, window: HistoryWindow, settings: FinalSettings) -> FittedFinal:
     """Fit memories and recalled passages into what the window leaves of the budget."""
     count, overhead = given.budget.counter.count, settings.message_overhead_tokens
-    before_tail = count(window.system_text) + overhead + window.kept_tokens + overhead
-    room = given.budget.counted - before_tail - count(given.text.end_text) - 2
+    before_final = count(window.system_text) + overhead + window.kept_tokens + overhead
+    room = given.budget.counted - before_final - count(given.text.end_text) - 2
     reason, recall = _recall_for(given, window, settings)
     header = count(RECALL_HEADER) + 2
     memory_tokens = sum(count(line) + 1 for line in given.offer.lines())
-    anchor: list[RecalledPassage] = []
+    held: list[RecalledPassage] = []
     if recall is not None and memory_tokens > room - header - 2 * settings.keyframe_tokens:
         # Under memory pressure the best-matching passage is held a keyframe's room, like
         # every memory is: it competes with their keyframes instead of taking what they leave.
-        anchor = recall.select(settings.keyframe_tokens + 8, max_passages=1)
-    reserved = header + sum(p.tokens for p in anchor) if anchor else 0
+        held = recall.select(settings.keyframe_tokens + 8, max_passages=1)
+    reserved = header + sum(p.tokens for p in held) if held else 0
     rules = given.offer.rules
     if rules is not None:
         rules = rules.with_budget(given.budget.counted)
     ranking, stats = _rank(given, window.tracker, memory_tokens, room - reserved, settings)
-    tail, choice = fit_offer(
+    message, choice = fit_offer(
         given.offer,
         room - reserved,
         given.text.end_text,
@@ -140,9 +140,9 @@ def fit_tail(given: TailInput, window: HistoryWindow, settings: TailSettings) ->
         rules=rules,
     )
     if recall is not None:
-        used = sum(count(line) + 1 for line in tail.lines)
+        used = sum(count(line) + 1 for line in message.lines)
         # Passages come back only for a question that shares a rare word with them.
-        tail.passages = recall.select(room - header - used, by_meaning=True) or anchor
+        message.passages = recall.select(room - header - used, by_meaning=True) or held
     priority: list[tuple[int, ...]] = [
         (int(i not in ranking.pinned), tier, ranking.ranks[i])
         if rules is None
@@ -150,13 +150,13 @@ def fit_tail(given: TailInput, window: HistoryWindow, settings: TailSettings) ->
         for i, tier in enumerate(given.offer.tiers())
     ]
     text, tokens = shed_to_fit(
-        tail, given.budget.counted - before_tail, given.budget.counter.count_lines, priority
+        message, given.budget.counted - before_final, given.budget.counter.count_lines, priority
     )
     if reason == "needed":
-        reason = "recalled" if tail.passages else "no_room"
-    elif reason == "no_match" and tail.passages:
+        reason = "recalled" if message.passages else "no_room"
+    elif reason == "no_match" and message.passages:
         reason = "recalled_by_meaning"
-    return FittedTail(tail, text, tokens, list(choice), reason)
+    return FittedFinal(message, text, tokens, list(choice), reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +189,7 @@ class _Recall:
 
 
 def _recall_for(
-    given: TailInput, window: HistoryWindow, settings: TailSettings
+    given: FinalInput, window: HistoryWindow, settings: FinalSettings
 ) -> tuple[str | None, _Recall | None]:
     """Why recall fires or not (see :func:`_recall_need`), and its passages when it may."""
     reason, cover = _recall_need(given, window, settings)
@@ -206,7 +206,7 @@ def _recall_for(
 
 
 def _recall_need(
-    given: TailInput, window: HistoryWindow, settings: TailSettings
+    given: FinalInput, window: HistoryWindow, settings: FinalSettings
 ) -> tuple[str | None, WindowCover | None]:
     """Whether recall has anything to add to the kept window, and what the window holds.
 
@@ -228,11 +228,11 @@ def _recall_need(
 
 
 def _rank(
-    given: TailInput,
+    given: FinalInput,
     tracker: HistoryTracker | None,
     memory_tokens: int,
     room: int,
-    settings: TailSettings,
+    settings: FinalSettings,
 ) -> tuple[OfferRanking, CombinedStats]:
     """The offer's ranking, and the rarity statistics keyframes are cut with."""
     texts = given.offer.texts()
