@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from membrane import CompileResult, ContextCompiler
 from membrane.errors import InvalidInputError, ToolPairingError
 from membrane.messages import Image, Opaque, Text, ToolCall, ToolResult
 from membrane.providers._convert import (
@@ -14,6 +15,7 @@ from membrane.providers._convert import (
     read_breakpoints,
     read_messages,
 )
+from membrane.report import ResultView
 
 
 def _call(call_id: str, args: Any = "{}") -> dict[str, Any]:
@@ -130,14 +132,31 @@ def test_anthropic_tool_blocks_pair_with_each_other() -> None:
     assert (result.name, result.content) == ("g", (Text("ok", raw={"type": "text", "text": "ok"}),))
 
 
+def _by_hand(metadata: dict[str, Any]) -> CompileResult:
+    return CompileResult([], {}, {}, metadata)
+
+
 def test_read_breakpoints_checks_fields() -> None:
     md = {"cache_breakpoints": [{"message_index": 1, "tokens": 9, "reason": "history"}]}
-    assert read_breakpoints(md, 2) == [Breakpoint(1, 9, "history")]
-    assert read_breakpoints({}, 0) == []
+    assert read_breakpoints(_by_hand(md), 2) == [Breakpoint(1, 9, "history")]
+    assert read_breakpoints(_by_hand({}), 0) == []
     with pytest.raises(InvalidInputError):
-        read_breakpoints({"cache_breakpoints": [{"message_index": True, "tokens": 1}]}, 2)
+        read_breakpoints(_by_hand({"cache_breakpoints": [{"message_index": True, "tokens": 1}]}), 2)
     with pytest.raises(InvalidInputError):
-        read_breakpoints({"cache_breakpoints": "core"}, 2)
+        read_breakpoints(_by_hand({"cache_breakpoints": "core"}), 2)
+
+
+def test_a_compiled_result_is_read_through_its_typed_report() -> None:
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    result = ContextCompiler(4000, model_id="claude-sonnet-4-5").compile(
+        [], "Next?", conversation_messages=history
+    )
+    view = ResultView.of(result)
+    assert view.report is result.report
+    assert view.cache_breakpoints == result.metadata["cache_breakpoints"]
+    assert read_breakpoints(result, len(result.messages)) == read_breakpoints(
+        _by_hand(dict(result.metadata)), len(result.messages)
+    )
 
 
 def test_anchors_dedupe_and_keep_the_longest() -> None:

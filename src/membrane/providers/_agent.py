@@ -18,7 +18,7 @@ from membrane.capabilities import get_cache_pricing, get_token_scale
 from membrane.errors import InvalidInputError
 from membrane.messages import ToolSpec, normalize_tools
 from membrane.providers._convert import CompiledPrompt
-from membrane.report import MetadataView
+from membrane.report import ResultView
 
 __all__ = [
     "anthropic_tools",
@@ -39,7 +39,7 @@ def read_tools(result: CompiledPrompt) -> tuple[ToolSpec, ...]:
 
 def reserve_of(result: CompiledPrompt) -> int | None:
     """The output reserve the compile kept, or None."""
-    value = MetadataView(result.metadata).reserve_output_tokens
+    value = ResultView.of(result).reserve_output_tokens
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -57,16 +57,16 @@ def output_cap(result: CompiledPrompt) -> int | None:
     counts as asked for.
     """
     reserve = reserve_of(result)
-    return None if MetadataView(result.metadata).reserve_output_default is True else reserve
+    return None if ResultView.of(result).reserve_output_default is True else reserve
 
 
 def tools_reach_cache(result: CompiledPrompt, model_id: object) -> bool:
     """Whether the tools alone reach the model's minimum cacheable prefix (marked caching)."""
     pricing = get_cache_pricing(model_id) if isinstance(model_id, str) else None
-    tokens = MetadataView(result.metadata).tools_tokens
+    tokens = ResultView.of(result).tools_tokens
     if pricing is None or pricing.mode != "marked" or not isinstance(tokens, int):
         return False
-    scale = MetadataView(result.metadata).token_scale
+    scale = ResultView.of(result).token_scale
     if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale <= 0:
         scale = get_token_scale(str(model_id))
     return tokens * float(scale) >= pricing.min_tokens

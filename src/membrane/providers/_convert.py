@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 from membrane.capabilities import get_cache_pricing, get_token_scale, provider_model_id
 from membrane.errors import InvalidInputError
 from membrane.messages import NormalMessage, Part, Text, normalize_messages
-from membrane.report import MetadataView
+from membrane.report import ResultView
 
 __all__ = [
     "Breakpoint",
@@ -67,7 +67,7 @@ class Breakpoint:
 
 
 def require_end_placement(result: CompiledPrompt, builder: str) -> None:
-    placement = MetadataView(result.metadata).placement
+    placement = ResultView.of(result).placement
     if placement != "end":
         raise InvalidInputError(
             f"{builder} needs a result compiled with memory_placement='end' (the default); "
@@ -83,7 +83,7 @@ def request_model(
     """``{key: model}`` for a request: the caller's ``model``, else the one API name the map
     gives the result's ``model_id`` for ``provider``, else nothing (the caller adds it)."""
     if model is None:
-        model_id = MetadataView(result.metadata).model_id
+        model_id = ResultView.of(result).model_id
         model = provider_model_id(model_id, provider) if isinstance(model_id, str) else None
         return {} if model is None else {key: model}
     if not isinstance(model, str) or not model.strip():
@@ -107,9 +107,9 @@ def parse_data_url(url: str, where: str) -> tuple[str, str]:
     return head[len("data:") : -len(";base64")], payload
 
 
-def read_breakpoints(metadata: Mapping[str, Any], n_messages: int) -> list[Breakpoint]:
+def read_breakpoints(result: CompiledPrompt, n_messages: int) -> list[Breakpoint]:
     """The ``cache_breakpoints`` of a compile result, checked."""
-    raw = MetadataView(metadata).cache_breakpoints or []
+    raw = ResultView.of(result).cache_breakpoints or []
     if not isinstance(raw, Sequence) or isinstance(raw, (str, bytes)):
         raise InvalidInputError(
             "metadata['cache_breakpoints'] must be a list of dicts", field="cache_breakpoints"
@@ -229,7 +229,7 @@ def read_with_cuts(result: CompiledPrompt) -> tuple[list[Breakpoint], list[Messa
 
     Speakers are labelled (see :func:`label_speakers`).
     """
-    breakpoints = read_breakpoints(result.metadata, len(result.messages))
+    breakpoints = read_breakpoints(result, len(result.messages))
     cuts: dict[int, list[int]] = {}
     for bp in breakpoints:
         if bp.chars is not None:
@@ -282,7 +282,7 @@ def label_speakers(messages: Sequence[Message], raw: Sequence[Mapping[str, Any]]
 def cache_anchors(
     breakpoints: Sequence[Breakpoint],
     messages: Sequence[Message],
-    metadata: Mapping[str, Any],
+    result: CompiledPrompt,
     model_id: object,
     limit: int,
 ) -> list[tuple[int, int]]:
@@ -293,7 +293,7 @@ def cache_anchors(
     pricing = get_cache_pricing(model_id) if isinstance(model_id, str) else None
     if pricing is None:
         return []
-    scale = MetadataView(metadata).token_scale
+    scale = ResultView.of(result).token_scale
     if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale <= 0:
         scale = get_token_scale(str(model_id))
     return choose_anchors(

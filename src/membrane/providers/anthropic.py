@@ -18,7 +18,7 @@ from membrane.providers._convert import (
     require_end_placement,
     strip_cache_control,
 )
-from membrane.report import MetadataView
+from membrane.report import ResultView
 
 __all__ = ["MAX_CACHE_BREAKPOINTS", "anthropic_request", "anthropic_system_blocks"]
 
@@ -136,11 +136,11 @@ def anthropic_request(
     system, out, ends = render_turns(
         messages, provider="Anthropic", system_block=_block, block=_block
     )
-    model_id = MetadataView(result.metadata).model_id
+    model_id = ResultView.of(result).model_id
     specs = read_tools(result)
     mark_tools = bool(specs) and max_breakpoints > 0 and tools_reach_cache(result, model_id)
     limit = max_breakpoints - 1 if mark_tools else max_breakpoints
-    for anchor in cache_anchors(breakpoints, messages, result.metadata, model_id, limit):
+    for anchor in cache_anchors(breakpoints, messages, result, model_id, limit):
         loc = ends.get(anchor)
         if loc is None:
             continue

@@ -20,7 +20,7 @@ from membrane.providers._convert import (
     request_model,
     require_end_placement,
 )
-from membrane.report import MetadataView
+from membrane.report import ResultView
 
 __all__ = ["MAX_CACHE_POINTS", "bedrock_converse_request"]
 
@@ -169,13 +169,13 @@ def bedrock_converse_request(
         system_block=lambda part, _where: {"text": part.text},
         block=_block,
     )
-    lookup_id = model_id if model_id is not None else MetadataView(result.metadata).model_id
+    lookup_id = model_id if model_id is not None else ResultView.of(result).model_id
     specs = read_tools(result)
     for i, spec in enumerate(specs):
         _check_tool_name(spec.name, f"result.tools[{i}]")
     mark_tools = bool(specs) and max_cache_points > 0 and tools_reach_cache(result, lookup_id)
     limit = max_cache_points - 1 if mark_tools else max_cache_points
-    anchors = cache_anchors(breakpoints, messages, result.metadata, lookup_id, limit)
+    anchors = cache_anchors(breakpoints, messages, result, lookup_id, limit)
     _insert_cache_points(system, out, [ends.get(a) for a in anchors], ttl)
 
     request = {} if model_id is None else request_model(result, model_id, "bedrock", "modelId")

@@ -8,7 +8,7 @@ is declared once, in ``_keys``, beside the field it renders; ``metadata()`` and
 
 from __future__ import annotations
 
-from membrane.report._compile import CompileReport
+from membrane.report._compile import CompileReport, ResultView
 from membrane.report._fragments import (
     AgentReport,
     CacheReport,
@@ -33,6 +33,7 @@ __all__ = [
     "LabelReport",
     "MetadataView",
     "PolicyReport",
+    "ResultView",
     "StoreReport",
     "WindowReport",
     "render_cache",

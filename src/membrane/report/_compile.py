@@ -12,13 +12,14 @@ from membrane.report._fragments import (
     CompileMetrics,
     FitReport,
     LabelReport,
+    MetadataView,
     PolicyReport,
     StoreReport,
     WindowReport,
 )
 from membrane.report._keys import FIREWALL_STATS, read_metadata, render_metadata
 
-__all__ = ["CompileReport"]
+__all__ = ["CompileReport", "ResultView"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,3 +126,60 @@ class CompileReport:
         """The stats :meth:`~membrane.stages.PreFlightContextFirewall.run` returns."""
         md = self.metadata()
         return {name: md[name] for name in FIREWALL_STATS}
+
+
+@dataclass(frozen=True, slots=True)
+class ResultView:
+    """What a request builder reads of a compile result.
+
+    A result the compiler built carries its typed report, and the values come from it; a
+    result built by hand has only ``metadata``, whose raw values come back as they are (the
+    builders check each one they use).
+    """
+
+    metadata: Mapping[str, Any]
+    report: CompileReport | None = None
+
+    @classmethod
+    def of(cls, result: Any) -> ResultView:
+        report = getattr(result, "compile_report", None)
+        return cls(result.metadata, report if isinstance(report, CompileReport) else None)
+
+    @property
+    def model_id(self) -> Any:
+        return self.report.model_id if self.report else MetadataView(self.metadata).model_id
+
+    @property
+    def placement(self) -> Any:
+        return self.report.placement if self.report else MetadataView(self.metadata).placement
+
+    @property
+    def token_scale(self) -> Any:
+        return self.report.token_scale if self.report else MetadataView(self.metadata).token_scale
+
+    @property
+    def cache_breakpoints(self) -> Any:
+        if self.report is None:
+            return MetadataView(self.metadata).cache_breakpoints
+        return self.report.cache_breakpoints if self.report.cache is not None else None
+
+    @property
+    def reserve_output_tokens(self) -> Any:
+        if self.report is None:
+            return MetadataView(self.metadata).reserve_output_tokens
+        agent = self.report.agent
+        return agent.reserve_output_tokens if agent is not None else None
+
+    @property
+    def reserve_output_default(self) -> Any:
+        if self.report is None:
+            return MetadataView(self.metadata).reserve_output_default
+        agent = self.report.agent
+        return agent.reserve_output_default if agent and agent.reserve_output_tokens else None
+
+    @property
+    def tools_tokens(self) -> Any:
+        if self.report is None:
+            return MetadataView(self.metadata).tools_tokens
+        agent = self.report.agent
+        return agent.tools_tokens if agent is not None and agent.tools else None
