@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from membrane import ContextLayoutEngine
 from membrane.anatomy import prompt_anatomy
 from membrane.cli._args import UsageError, build_parser, load_history, parse_memory
 from membrane.cli._html import render_html
@@ -58,10 +57,6 @@ def _preset(name: str) -> MembraneProfile:
             f"unknown profile {name!r}; choose one of {', '.join(MembraneProfile.PRESETS)}"
         )
     return MembraneProfile.preset(name)
-
-
-def _core_text(args: argparse.Namespace) -> str:
-    return ContextLayoutEngine(args.core).build_core()
 
 
 def _run_inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -10,6 +10,7 @@ from membrane.messages import Image, Part, Text, ToolCall, ToolResult
 from membrane.providers._agent import anthropic_tools, output_cap, read_tools, tools_reach_cache
 from membrane.providers._convert import (
     CompiledPrompt,
+    Location,
     cache_anchors,
     parse_data_url,
     read_with_cuts,
@@ -92,6 +93,21 @@ def _block(part: Part, where: str) -> dict[str, Any]:
     return strip_cache_control(part.block)
 
 
+def _mark(
+    loc: Location | None,
+    system: list[dict[str, Any]],
+    out: list[dict[str, Any]],
+    marker: dict[str, Any],
+) -> None:
+    """Put ``marker`` on the block at ``loc`` (where a cached prefix ends), if it takes one."""
+    if loc is None:
+        return
+    section, m, b = loc
+    block = system[b] if section == "system" else out[m]["content"][b]
+    if block.get("type") not in _UNMARKABLE:
+        block["cache_control"] = copy.deepcopy(marker)
+
+
 def anthropic_request(
     result: CompiledPrompt,
     ttl: str = "5m",
@@ -141,15 +157,7 @@ def anthropic_request(
     mark_tools = bool(specs) and max_breakpoints > 0 and tools_reach_cache(result, model_id)
     limit = max_breakpoints - 1 if mark_tools else max_breakpoints
     for anchor in cache_anchors(breakpoints, messages, result, model_id, limit):
-        loc = ends.get(anchor)
-        if loc is None:
-            continue
-        section, m, b = loc
-        block = system[b] if section == "system" else out[m]["content"][b]
-        if block.get("type") in _UNMARKABLE:
-            continue
-        block["cache_control"] = copy.deepcopy(marker)
-
+        _mark(ends.get(anchor), system, out, marker)
     request = request_model(result, model, "anthropic")
     if specs:
         request["tools"] = anthropic_tools(specs, marker if mark_tools else None)

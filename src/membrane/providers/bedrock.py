@@ -128,6 +128,16 @@ def _insert_cache_points(
         target.insert(b + 1, {"cachePoint": dict(point)})
 
 
+def _check_options(ttl: object, max_cache_points: object) -> None:
+    if ttl not in ("5m", "1h"):
+        raise InvalidInputError(f"ttl must be '5m' or '1h', got {ttl!r}", field="ttl")
+    if not isinstance(max_cache_points, int) or not 0 <= max_cache_points <= MAX_CACHE_POINTS:
+        raise InvalidInputError(
+            f"max_cache_points must be between 0 and {MAX_CACHE_POINTS}",
+            field="max_cache_points",
+        )
+
+
 def bedrock_converse_request(
     result: CompiledPrompt,
     *,
@@ -154,13 +164,7 @@ def bedrock_converse_request(
     ``maxTokens`` is ``max_tokens``, else the ``reserve_output_tokens`` you passed to compile;
     without either there is no ``inferenceConfig`` and Bedrock applies the model's default.
     """
-    if ttl not in ("5m", "1h"):
-        raise InvalidInputError(f"ttl must be '5m' or '1h', got {ttl!r}", field="ttl")
-    if not isinstance(max_cache_points, int) or not 0 <= max_cache_points <= MAX_CACHE_POINTS:
-        raise InvalidInputError(
-            f"max_cache_points must be between 0 and {MAX_CACHE_POINTS}",
-            field="max_cache_points",
-        )
+    _check_options(ttl, max_cache_points)
     require_end_placement(result, "bedrock_converse_request")
     breakpoints, messages = read_with_cuts(result)
     system, out, ends = render_turns(

@@ -79,10 +79,7 @@ class CompilerSettings:
         check_positive_int("keyframe_tokens", keyframe_tokens)
         check_scale(token_scale)
         check_text(core_content, "core_content")
-        if model_limits is not None and not isinstance(model_limits, ModelLimits):
-            raise TypeError(
-                f"model_limits must be a membrane.ModelLimits, got {type(model_limits).__name__}"
-            )
+        _check_limits(model_limits)
         return cls(
             max_tokens=max_tokens,
             model_id=model_id,
@@ -131,3 +128,8 @@ class CompilerSettings:
 
 def _names(kind: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(kind))
+
+
+def _check_limits(limits: object) -> None:
+    if limits is not None and not isinstance(limits, ModelLimits):
+        raise TypeError(f"model_limits must be a membrane.ModelLimits, got {type(limits).__name__}")
