@@ -11,7 +11,9 @@ worktree made for the run and removed after it).
 Wall-clock medians move with whatever else the machine runs. ``--instructions`` adds a count
 that does not: each side runs under ``valgrind --tool=callgrind`` twice, once with only the
 imports, scenarios and warm-up and once with the timed turns as well; the difference divided by
-the turns is the instructions one compile costs.
+the turns is the instructions one compile costs. It also counts a fixed sample of the hard
+suite the same way: the last turn of each of the first ten scenarios for seeds 1 and 2 (20
+compiles), each on a compiler that has compiled the scenario's earlier turns.
 """
 
 from __future__ import annotations
@@ -62,6 +64,33 @@ print(json.dumps({"median_ms": statistics.median(times) / 1e6 if times else 0.0,
 """
 
 
+_HARD_SAMPLE = """
+import sys
+from benchmarks._scenarios import HARD_SCENARIOS, build_scenario
+from membrane import ContextCompiler, MemoryItem
+
+def run(scenario, count_last):
+    compiler = ContextCompiler(scenario.budget, model_id="openai/gpt-4o",
+                               core_content=scenario.system_prompt, token_scale=1.0)
+    history = []
+    for i, turn in enumerate(scenario.turns):
+        if i == len(scenario.turns) - 1 and not count_last:
+            return
+        memories = [MemoryItem(id=m.id, content=m.content, memory_type=m.memory_type,
+                               priority=m.priority) for m in turn.memories]
+        compiler.compile(memories=memories, conversation_messages=list(history),
+                         user_message=turn.user_message)
+        history.append({"role": "user", "content": turn.user_message})
+        history.extend(dict(m) for m in turn.reply)
+
+names = sorted(HARD_SCENARIOS)[:10]
+for name in names:
+    for seed in (1, 2):
+        run(build_scenario(HARD_SCENARIOS[name], seed), sys.argv[-1] != "setup-only")
+print(len(names) * 2)
+"""
+
+
 def _commit(rev: str) -> str:
     done = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True
@@ -85,9 +114,9 @@ def _time(src: Path) -> dict[str, Any]:
 _CALLGRIND = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
 
 
-def _instructions(src: Path, mode: str) -> int:
+def _instructions(src: Path, mode: str, script: str = _TIMER) -> int:
     done = subprocess.run(
-        [*_CALLGRIND, sys.executable, "-c", _TIMER, mode],
+        [*_CALLGRIND, sys.executable, "-c", script, mode],
         env={"PYTHONPATH": f"{src}:{ROOT}", "PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
@@ -104,6 +133,11 @@ def _per_turn_instructions(src: Path) -> float:
     return (_instructions(src, "full") - _instructions(src, "setup-only")) / turns
 
 
+def _hard_sample_instructions(src: Path) -> float:
+    full = _instructions(src, "full", _HARD_SAMPLE)
+    return (full - _instructions(src, "setup-only", _HARD_SAMPLE)) / 20
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ab_compile", description=__doc__)
     parser.add_argument("base")
@@ -113,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--instructions", action="store_true", help="also count with callgrind")
     args = parser.parse_args(argv)
     instructions: dict[str, float] = {}
+    hard: dict[str, float] = {}
     medians: dict[str, list[float]] = {"base": [], "new": []}
     with tempfile.TemporaryDirectory() as tmp:
         trees = {}
@@ -137,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.instructions:
                 for side in ("base", "new"):
                     instructions[side] = _per_turn_instructions(trees[side] / "src")
+                    hard[side] = _hard_sample_instructions(trees[side] / "src")
         finally:
             for tree in trees.values():
                 subprocess.run(
@@ -163,6 +199,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"instructions per turn: base {instructions['base']:,.0f}, "
             f"new {instructions['new']:,.0f}, ratio {payload['instructions_ratio_new_to_base']:.3f}"
+        )
+    if hard:
+        payload["hard_sample_instructions_per_compile"] = hard
+        payload["hard_sample_ratio_new_to_base"] = hard["new"] / hard["base"]
+        print(
+            f"hard-suite sample, instructions per compile: base {hard['base']:,.0f}, "
+            f"new {hard['new']:,.0f}, ratio {payload['hard_sample_ratio_new_to_base']:.3f}"
         )
     write_result(args.out, payload)
     print(f"base {base:.3f} ms, new {new:.3f} ms, ratio {new / base:.3f}")
