@@ -1,8 +1,8 @@
 """The compiler: rules, memories, history and the current turn in; a budgeted request out.
 
-:meth:`ContextCompiler.compile` reads as the pipeline: normalise the inputs once, load the
-session's state, plan the history window, fit the final message, render the messages and the
-report, save the state. The algorithms live in ``membrane.stages``; this module only wires them.
+:meth:`ContextCompiler.compile` reads as the pipeline: normalise the arguments once, read the
+conversation's state, plan the history window, fit the final message, render, save the state.
+The algorithms live in ``membrane.stages``; this module only wires them.
 """
 
 from __future__ import annotations
@@ -144,8 +144,7 @@ class ContextCompiler:
         self._locks = KeyedLocks()
 
     def __getattr__(self, name: str) -> Any:
-        """The constructor's options by name (``compiler.max_tokens``), read from
-        :attr:`settings`, the typed record of them."""
+        """A constructor option by name (``compiler.max_tokens``), read from :attr:`settings`."""
         if name == "settings":  # not built yet: __init__ raised before it
             raise AttributeError(name)
         return self.settings.option(name)
@@ -228,7 +227,12 @@ class ContextCompiler:
             window = self._window.plan(window_in, session, settings.window)
             watch.lap("history")
             final_in = FinalInput(
-                request.text, offer, request.budget, semantic, request.history.writers
+                request.text,
+                offer,
+                request.budget,
+                semantic,
+                request.options,
+                request.history.writers,
             )
             final = fit_final(final_in, window, settings.final)
             watch.lap("fit")
@@ -334,8 +338,6 @@ class ContextCompiler:
             return fixed, 0
         calibration = self._scope.calibration(self.state_store, self.settings.model_id, notes)
         return calibration.scale, calibration.samples
-
-    # ------------------------------------------------------------------ results and helpers
 
     def _emit(
         self, rendered: Rendered, notes: StoreNotes, watch: Watch, writes: int

@@ -12,7 +12,6 @@ from membrane.request._offer import compress_offer, memory_pairs, normalise_offe
 from membrane.request._request import (
     DEFAULT_CONVERSATION,
     AgentArgs,
-    CallOptions,
     CompileArgs,
     CompileRequest,
     HistoryArgs,
@@ -21,6 +20,7 @@ from membrane.request._request import (
     normalise,
 )
 from membrane.request._settings import CompilerSettings, Placement
+from membrane.stages.values import CallOptions
 
 __all__ = [
     "DEFAULT_CONVERSATION",

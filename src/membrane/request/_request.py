@@ -20,18 +20,17 @@ from membrane.request._settings import CompilerSettings
 from membrane.stages.agent import AgentInputs, agent_inputs
 from membrane.stages.history import Writers, check_speakers
 from membrane.stages.layout import ContextLayoutEngine
-from membrane.stages.values import Budget, HistoryRequest, Offer, TurnText
+from membrane.stages.values import Budget, CallOptions, HistoryRequest, Offer, TurnText
 from membrane.tokenizers import counted_budget
 
 if TYPE_CHECKING:
-    from membrane.profile import MembraneProfile, QueryLabel
+    from membrane.profile import QueryLabel
     from membrane.stages.preflight import SyncCompressor
-    from membrane.tokenizers import MemoizedCounter, TokenizerRegistry
+    from membrane.tokenizers import MemoizedCounter
 
 __all__ = [
     "DEFAULT_CONVERSATION",
     "AgentArgs",
-    "CallOptions",
     "CompileArgs",
     "CompileRequest",
     "HistoryArgs",
@@ -82,17 +81,6 @@ class AgentArgs:
     tools: Sequence[Mapping[str, Any]] | None = None
     image_sizes: Mapping[str, tuple[int, int]] | None = None
     reserve_output_tokens: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CallOptions:
-    """Per-call switches."""
-
-    conversation_id: str | None = None
-    use_prompt_caching_split: bool = True
-    profile: MembraneProfile | None = None
-    tokenizer_registry: TokenizerRegistry | None = None
-    debug: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ from membrane.stages.history import (
     select_passages,
     window_cover,
 )
-from membrane.stages.values import Budget, FinalMessage, Offer, TurnText
+from membrane.stages.values import Budget, CallOptions, FinalMessage, Offer, TurnText
 from membrane.stages.window import HistoryWindow
 from membrane.text.relevance import CombinedStats, TermStats
 from membrane.text.semantic import SemanticCall
@@ -72,6 +72,7 @@ class FinalInput:
     offer: Offer
     budget: Budget
     semantic: SemanticCall | None
+    options: CallOptions
     #: Who writes each role (the caller's ``speakers``), for a question that names one.
     writers: Writers = NO_WRITERS
 

@@ -18,9 +18,21 @@ from membrane.stages.layout import ContextLayoutEngine, MemorySegment
 if TYPE_CHECKING:
     from membrane.capabilities import ModelCapabilities
     from membrane.messages import CheckedPrefix, Message
-    from membrane.tokenizers import MemoizedCounter
+    from membrane.profile import MembraneProfile
+    from membrane.tokenizers import MemoizedCounter, TokenizerRegistry
 
 __all__ = ["Budget", "FinalMessage", "HistoryRequest", "Offer", "TurnText", "joined_parts"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallOptions:
+    """Per-call switches."""
+
+    conversation_id: str | None = None
+    use_prompt_caching_split: bool = True
+    profile: MembraneProfile | None = None
+    tokenizer_registry: TokenizerRegistry | None = None
+    debug: bool = False
 
 
 @dataclass(frozen=True, slots=True)
