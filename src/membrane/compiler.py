@@ -173,6 +173,7 @@ class ContextCompiler:
         message_token_counts: Sequence[int | None] | None = None,
         speakers: Mapping[str, str] | None = None,
         debug: bool = False,
+        max_recalled_passages: int | None = None,
     ) -> CompileResult:
         """Compile one turn (each argument: docs/history.md, docs/agents.md).
 
@@ -194,7 +195,12 @@ class ContextCompiler:
             ),
             AgentArgs(tools, image_sizes, reserve_output_tokens),
             CallOptions(
-                conversation_id, use_prompt_caching_split, profile, tokenizer_registry, debug
+                conversation_id,
+                use_prompt_caching_split,
+                profile,
+                tokenizer_registry,
+                debug,
+                max_recalled_passages,
             ),
         )
         notes, watch = StoreNotes(), start_watch(profile)
