@@ -173,7 +173,6 @@ class ContextCompiler:
         message_token_counts: Sequence[int | None] | None = None,
         speakers: Mapping[str, str] | None = None,
         debug: bool = False,
-        max_recalled_passages: int | None = None,
     ) -> CompileResult:
         """Compile one turn (each argument: docs/history.md, docs/agents.md).
 
@@ -195,12 +194,7 @@ class ContextCompiler:
             ),
             AgentArgs(tools, image_sizes, reserve_output_tokens),
             CallOptions(
-                conversation_id,
-                use_prompt_caching_split,
-                profile,
-                tokenizer_registry,
-                debug,
-                max_recalled_passages,
+                conversation_id, use_prompt_caching_split, profile, tokenizer_registry, debug
             ),
         )
         notes, watch = StoreNotes(), start_watch(profile)

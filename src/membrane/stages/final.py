@@ -143,9 +143,7 @@ def fit_final(given: FinalInput, window: HistoryWindow, settings: FinalSettings)
     if recall is not None:
         used = sum(count(line) + 1 for line in message.lines)
         # Passages come back only for a question that shares a rare word with them.
-        most = given.options.max_recalled_passages
-        message.passages = recall.select(room - header - used, max_passages=most, by_meaning=True)
-        message.passages = message.passages or held
+        message.passages = recall.select(room - header - used, by_meaning=True) or held
     priority: list[tuple[int, ...]] = [
         (int(i not in ranking.pinned), tier, ranking.ranks[i])
         if rules is None

@@ -33,8 +33,6 @@ class CallOptions:
     profile: MembraneProfile | None = None
     tokenizer_registry: TokenizerRegistry | None = None
     debug: bool = False
-    #: At most this many recalled passages (None: as many as recall's room holds).
-    max_recalled_passages: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
