@@ -176,7 +176,8 @@ def start_published() -> Side:
 def dropin_python() -> Path | None:
     """The interpreter of a fresh environment holding only the built drop-in, if one is set."""
     configured = os.environ.get("LONGFORM_DROPIN_PYTHON")
-    return Path(configured) if configured else None
+    # absolute(), not resolve(): a venv's python is a symlink to the base interpreter.
+    return Path(configured).absolute() if configured else None
 
 
 def start_ours() -> Side:
