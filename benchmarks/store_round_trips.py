@@ -11,7 +11,7 @@ the cluster's nodes). In process, the store's calls are counted instead (they co
 trip). The servers are private, on loopback (tests/redis_process.py starts them).
 
 ``--label before`` with ``PYTHONPATH`` pointing at an older tree's ``src`` measures that code
-(without the cluster, which it does not support) into ``store_round_trips_before.json``.
+(without the cluster, which it does not support) into ``store_round_trips_<label>.json``.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def _squeeze(run: DemoRun) -> int:
 
     def trimmed(t: TurnReport) -> tuple[int, int]:
         r = t.report
-        return (r.segments_offered - r.segments_kept + r.segments_thinned, t.turn)
+        return (r.tail.segments_offered - r.tail.segments_kept + r.tail.segments_thinned, t.turn)
 
     return max(run.turns, key=trimmed).turn
 
@@ -76,8 +76,8 @@ def _story(run: DemoRun) -> str:
     first_recall = run.recall_turns[0]
     squeeze = turns[_squeeze(run)]
     p = squeeze.report
-    kept, thinned = p.segments_kept - p.segments_thinned, p.segments_thinned
-    dropped = p.segments_offered - p.segments_kept
+    kept, thinned = p.tail.segments_kept - p.tail.segments_thinned, p.tail.segments_thinned
+    dropped = p.tail.segments_offered - p.tail.segments_kept
     changed = [t.turn for t in run.turns if t.prefix_same is False]
     same = sum(1 for t in run.turns if t.prefix_same)
     late = [turns[t] for t in run.recall_turns if t > cuts[-1]]
@@ -89,17 +89,17 @@ def _story(run: DemoRun) -> str:
     )
     story = (
         f"Turn {cuts[0]} shows the first history cut: {first.history_messages_dropped} messages "
-        f"leave the window, the eviction index ({first.history_index_lines} lines, "
-        f"{first.history_index_tokens} tokens) appears in the system message, {recall_note}. "
+        f"leave the window, the eviction index ({first.window.index_lines} lines, "
+        f"{first.window.index_tokens} tokens) appears in the system message, {recall_note}. "
         f"The prefix changes only at turns {', '.join(map(str, changed))}, where the cut moves, "
         f"and is repeated byte for byte in between ({same} of {len(run.turns) - 1} turns). "
         f"Turn {squeeze.turn} is the tightest: a {squeeze.regions['current']}-token message "
         f"arrives while {squeeze.regions['history']:,} tokens of history are kept, and of the "
-        f"{p.segments_offered} memories offered {kept} stay in full, {thinned} are thinned to "
+        f"{p.tail.segments_offered} memories offered {kept} stay in full, {thinned} are thinned to "
         f"their keyframes and {dropped} dropped, so the turn still fits "
         f"({squeeze.sent_tokens:,} of {run.budget:,} tokens). After the last cut, "
         f"{len(late)} of the {len(run.turns) - cuts[-1] + 1} remaining turns bring back "
-        f"{sum(t.report.history_messages_recalled for t in late)} passages of messages that were "
+        f"{sum(t.report.tail.messages_recalled for t in late)} passages of messages that were "
         "dropped long before."
     )
     return textwrap.fill(story, width=96) + "\n"

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from membrane.messages import message_text
 from membrane.regions import RegionName
-from membrane.report import CompileReport
 from membrane.tokenizers import TiktokenAdapter, TokenCounter
 
 if TYPE_CHECKING:
@@ -136,7 +135,7 @@ def prompt_anatomy(result: CompileResult, *, counter: TokenCounter | None = None
         for region, index, start, end in _region_spans(result)
         if end > start
     )
-    report = CompileReport.from_metadata(result.metadata)
+    report = result.report
     framing = report.message_framing_tokens // max(len(texts), 1)
     return Anatomy(pieces, framing)
 
@@ -150,7 +149,7 @@ def breakpoint_positions(
     taken off so the position lines up with the region totals.
     """
     out = []
-    for point in CompileReport.from_metadata(result.metadata).cache_breakpoints:
+    for point in result.report.cache_breakpoints:
         framing = anatomy.framing_per_message * (int(point["message_index"]) + 1)
         out.append((int(point["tokens"]) - framing, point))
     return out
@@ -158,13 +157,13 @@ def breakpoint_positions(
 
 def cacheable_prefix_tokens(result: CompileResult) -> int:
     """Provider tokens (framing included) up to the last cache breakpoint; 0 without one."""
-    points = CompileReport.from_metadata(result.metadata).cache_breakpoints
+    points = result.report.cache_breakpoints
     return int(points[-1]["tokens"]) if points else 0
 
 
 def sent_tokens(result: CompileResult) -> int:
     """Tokens the request carries: the content plus the per-message framing."""
-    return CompileReport.from_metadata(result.metadata).sent_tokens
+    return result.report.sent_tokens
 
 
 # ---------------------------------------------------------------------- finding the regions

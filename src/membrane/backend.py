@@ -24,7 +24,6 @@ from membrane.compiler import ContextCompiler
 from membrane.errors import InvalidInputError
 from membrane.lod import explain_attention_shift
 from membrane.messages import message_text
-from membrane.report import note_topic_shift
 from membrane.result import CompileResult
 from membrane.state.async_redis import async_client_from_url, check_async_client, save_ref_map
 from membrane.stress import record_recent_stress
@@ -257,8 +256,10 @@ async def compile_prompt_async(
         **options,
     )
     shifted, reason = explain_attention_shift(_recent_user_texts(history), user_msg, None, embedder)
-    result = dataclasses.replace(
-        result, metadata=note_topic_shift(result.metadata, shifted, reason)
+    result = result.with_report(
+        dataclasses.replace(
+            result.report, topic_shift=shifted, topic_shift_reason=reason, topic_shift_checked=True
+        )
     )
     if persist_ref_map_to_redis and conversation_id is not None:
         await _persist_ref_map(conversation_id, result.ref_map, redis_client)

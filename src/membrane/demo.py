@@ -30,7 +30,7 @@ from membrane.compiler import CompileResult, ContextCompiler
 from membrane.demo_sections import citations, legend, provider_request
 from membrane.messages import Message
 from membrane.records import MemoryItem
-from membrane.report import CompileReport
+from membrane.report import CompileReport, WindowReport
 from membrane.tokenizers import TiktokenAdapter
 
 __all__ = [
@@ -110,7 +110,7 @@ class TurnReport:
     @property
     def report(self) -> CompileReport:
         """The compile's numbers, typed."""
-        return CompileReport.from_metadata(self.result.metadata)
+        return self.result.report
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +147,7 @@ class DemoRun:
 
     @property
     def recall_turns(self) -> tuple[int, ...]:
-        return tuple(t.turn for t in self.turns if t.report.history_messages_recalled)
+        return tuple(t.turn for t in self.turns if t.report.tail.messages_recalled)
 
 
 def _words(text: str) -> set[str]:
@@ -208,7 +208,7 @@ def run_demo(
         same: bool | None = None
         reused = 0
         if previous is not None:
-            stable = CompileReport.from_metadata(previous.metadata).stable_prefix_messages
+            stable = previous.report.stable_prefix_messages
             same = _same_messages(previous.messages[:stable], result.messages[:stable])
             prefix = cacheable_prefix_tokens(previous)
             reused = prefix if same and prefix >= min_cacheable else 0
@@ -241,11 +241,12 @@ def _cache_word(report: TurnReport, min_cacheable: int) -> str:
 def _row(report: TurnReport, run: DemoRun) -> str:
     md = report.report
     r = report.regions
-    offered, kept, thinned = md.segments_offered, md.segments_kept, md.segments_thinned
+    tail = md.tail
+    offered, kept, thinned = tail.segments_offered, tail.segments_kept, tail.segments_thinned
     sent = report.sent_tokens
     prefix = cacheable_prefix_tokens(report.result)
     memories = f"{kept - thinned}/{thinned}/{offered - kept}"
-    history = f"{md.history_messages_dropped}/{md.history_messages_recalled}"
+    history = f"{md.history_messages_dropped}/{md.tail.messages_recalled}"
     return (
         f"{report.turn:>4} {r['core']:>6}{r['index']:>6}{r['history']:>6}{r['memories']:>6}"
         f"{r['recall']:>7}{r['current']:>6}   {f'{sent:,}/{run.budget:,}':>13}  "
@@ -318,7 +319,7 @@ def render_report(run: DemoRun) -> str:
     reused = run.total_reused
     largest = max(run.turns, key=lambda t: t.sent_tokens)
     same = sum(1 for t in run.turns if t.prefix_same)
-    final = run.turns[-1].result.metadata
+    final = run.turns[-1].report.window or WindowReport()
     cuts = ", ".join(map(str, run.cut_turns)) or "none"
     lines += [
         "Summary",
@@ -327,10 +328,10 @@ def render_report(run: DemoRun) -> str:
         f"  turns over budget        {run.turns_over_budget} (largest turn "
         f"{largest.sent_tokens:,} of {run.budget:,}, turn {largest.turn})",
         f"  history cuts             {len(run.cut_turns)} (turns {cuts}); "
-        f"{final['history_messages_dropped']} messages dropped by the end, "
-        f"{final['history_index_lines']} index lines",
+        f"{final.messages_dropped} messages dropped by the end, "
+        f"{final.index_lines} index lines",
         f"  recall                   {len(run.recall_turns)} turns brought back "
-        f"{sum(t.report.history_messages_recalled for t in run.turns)} "
+        f"{sum(t.report.tail.messages_recalled for t in run.turns)} "
         "passages of dropped history",
         f"  prefix repeated          {same} of {len(run.turns) - 1} turns began with the "
         "previous turn's prefix, byte for byte",

@@ -14,7 +14,6 @@ from typing import Any
 from membrane.prompt_text import mem_numbers
 from membrane.providers import anthropic_request, openai_request
 from membrane.records import MemoryItem
-from membrane.report import CompileReport
 from membrane.result import CompileResult
 
 __all__ = ["citations", "legend", "provider_request"]
@@ -97,7 +96,7 @@ def _cached_blocks(request: dict[str, Any]) -> list[tuple[str, str]]:
 
 def provider_request(result: CompileResult, conversation_id: str) -> list[str]:
     """Where the final turn's requests carry their cache markers."""
-    report = CompileReport.from_metadata(result.metadata)
+    report = result.report
     request = anthropic_request(result)
     openai = openai_request(result, model="gpt-4o", prompt_cache_key=conversation_id)
     lines = [

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 from membrane.errors import InvalidInputError
-from membrane.report import CompileReport
 from membrane.result import CompileResult, CostQuote
 from membrane.tokenizers import provider_tokens
 
@@ -23,18 +22,18 @@ def quote_for(result: CompileResult, price_per_1k_input_tokens: float) -> CostQu
         raise InvalidInputError(
             "price_per_1k_input_tokens cannot be negative", field="price_per_1k_input_tokens"
         )
-    report = CompileReport.from_metadata(result.metadata)
+    report = result.report
     total = provider_tokens(report.sent_tokens, report.token_scale)
     strategies = []
-    if report.segments_kept < report.segments_offered:
+    if report.tail.segments_kept < report.tail.segments_offered:
         strategies.append("memories_dropped")
-    if report.segments_thinned:
+    if report.tail.segments_thinned:
         strategies.append("memories_thinned")
     if report.memories_truncated:
         strategies.append("memory_text_capped")
     if report.history_messages_dropped:
         strategies.append("history_cut")
-    if report.history_messages_recalled:
+    if report.tail.messages_recalled:
         strategies.append("history_recalled")
     return CostQuote(
         total_tokens=total,

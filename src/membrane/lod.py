@@ -15,8 +15,12 @@ Any of the embedders can be passed to :class:`membrane.ContextCompiler` as ``emb
 similarity to the question becomes one vote in rank fusion.
 
 >>> from membrane.lod import compute_attention_shift_with_embeddings
->>> compute_attention_shift_with_embeddings([[1.0, 0.0], [0.9, 0.1]], [0.0, 1.0])
-True
+>>> recent = [[1.0, 0.0], [0.9, 0.1]]
+>>> compute_attention_shift_with_embeddings(recent, [1.0, 0.05])  # the same direction
+False
+
+A vector that points elsewhere, such as ``[0.0, 1.0]``, counts as a shift once NumPy is
+installed (the ``lod`` or ``embed`` extra); without NumPy the answer is always False.
 """
 
 from __future__ import annotations

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 from membrane.messages import message_text
 from membrane.regions import Region, RegionMarks
+from membrane.report import CompileReport
 from membrane.stress import sample_load
 
 __all__ = ["ChatMessage", "CompileResult", "CostQuote"]
@@ -38,6 +39,20 @@ class CompileResult:
     region_marks: RegionMarks | None = field(default=None, compare=False, repr=False)
     tools: list[dict[str, Any]] = field(default_factory=list)
     """The tool definitions compiled with the prompt, in OpenAI function shape."""
+    compile_report: CompileReport | None = field(default=None, compare=False, repr=False)
+    """The typed report the compiler built; ``metadata`` is rendered from it."""
+
+    @functools.cached_property
+    def report(self) -> CompileReport:
+        """The typed evidence behind ``metadata`` (read back from it for a result built by
+        hand)."""
+        if self.compile_report is not None:
+            return self.compile_report
+        return CompileReport.from_metadata(self.metadata)
+
+    def with_report(self, report: CompileReport) -> CompileResult:
+        """This result with ``report`` (and the ``metadata`` rendered from it)."""
+        return replace(self, metadata=report.metadata(), compile_report=report)
 
     @functools.cached_property
     def regions(self) -> tuple[Region, ...]:

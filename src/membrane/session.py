@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from membrane.capabilities import get_token_scale
 from membrane.errors import StoreUnavailable
-from membrane.report import CompileReport
+from membrane.report import CompileReport, StoreReport
 from membrane.state import InMemoryStateStore, StateStore, StateStoreWarning
 from membrane.state.keys import check_namespace, conversation_key, scale_key
 from membrane.state.protocol import STATE_FORMAT_VERSION, VERSION_FIELD
@@ -160,9 +160,7 @@ class StoreNotes:
         """``report`` with these notes in it (the same object when there is nothing to say)."""
         if not self.discarded and not self.fallback:
             return report
-        return replace(
-            report, state_discarded=tuple(self.discarded), state_store_fallback=self.fallback
-        )
+        return replace(report, store=StoreReport(tuple(self.discarded), self.fallback))
 
 
 def _outage_fallback(store: StateStore) -> StateStore | None:

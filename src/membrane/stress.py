@@ -55,10 +55,12 @@ def sample_load() -> dict[str, Any]:
 
 
 def stress_record(
-    metadata: Mapping[str, Any], load: Mapping[str, Any] | None = None
+    metadata: Mapping[str, Any] | CompileReport, load: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """One turn's pressure from a result's ``metadata``, with a load sample."""
-    report = CompileReport.from_metadata(metadata)
+    report = (
+        metadata if isinstance(metadata, CompileReport) else CompileReport.from_metadata(metadata)
+    )
     budget = report.tokens_budget or 1
     return {
         "at": round(time.time(), 3),
@@ -67,8 +69,8 @@ def stress_record(
         "budget_fill": round(report.sent_tokens / budget, 4),
         "budget_exceeded": report.budget_exceeded,
         "tokens_trimmed": report.tokens_trimmed,
-        "memories_dropped": report.segments_offered - report.segments_kept,
-        "memories_thinned": report.segments_thinned,
+        "memories_dropped": report.tail.segments_offered - report.tail.segments_kept,
+        "memories_thinned": report.tail.segments_thinned,
         "history_messages_dropped": report.history_messages_dropped,
         "load": dict(load) if load is not None else sample_load(),
     }

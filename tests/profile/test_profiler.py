@@ -53,7 +53,7 @@ def test_timings_and_counts_of_an_end_placement_compile() -> None:
     assert timings["normalise"]["items"] == len(history)
     assert timings["history"]["items"] == kept
     assert timings["layout"]["items"] == 5
-    assert timings["fit"]["items"] == report.segments_kept
+    assert timings["fit"]["items"] == report.tail.segments_kept
     assert timings["render"]["items"] == len(result.messages)
     assert timings["state_store"]["items"] == 1  # the new cut was saved
     assert all(row["ms"] >= 0 for row in timings.values())

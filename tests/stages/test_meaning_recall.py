@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from membrane import ContextCompiler
-from membrane.stages.tail import MEANING_PASSAGES
+from membrane.stages.history import MEANING_PASSAGES
 
 _TOPICS = {
     "travel": {"lisbon", "edinburgh", "oslo", "places", "trips", "travelled", "visited"},

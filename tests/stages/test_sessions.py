@@ -195,7 +195,9 @@ def test_marked_sessions_move_the_cut_at_boundaries_and_keep_the_prefix_between(
     plain = _play(ContextCompiler(max_tokens=700), False, _sessions(6, 8, stamped=False))
     marked = _play(ContextCompiler(max_tokens=700), True, sessions)
     assert "history_cut_moves" not in plain[-1][0]
-    moves = CompileReport.from_metadata(marked[-1][0]).history_cut_moves
+    window = CompileReport.from_metadata(marked[-1][0]).window
+    assert window is not None
+    moves = window.cut_moves
     assert moves is not None and moves[0] > 0
     # Inside a session the system message and the history are the previous turn's bytes
     # unless the cut moved (invariant 2); count the turns where it did.

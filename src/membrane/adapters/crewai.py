@@ -27,7 +27,7 @@ from membrane.adapters._common import kept_memory_lines, new_compiler
 from membrane.config import DEFAULT_MESSAGE_OVERHEAD_TOKENS
 from membrane.errors import InvalidInputError, MemoryCollisionError
 from membrane.records import MemoryItem, MemoryKind
-from membrane.report import CompileReport
+from membrane.result import CompileResult
 from membrane.tokenizers import TiktokenAdapter, TokenCounter
 
 __all__ = [
@@ -138,40 +138,23 @@ def _with_description(task: Task, description: str) -> Task:
     return copy
 
 
-def compile_for_agent(
+def _fit_task(
     agent: Agent,
     task: Task,
-    memories: Sequence[object],
-    *,
+    items: list[Any],
+    scaffolding: int,
     max_tokens: int,
-    model_id: str | None = None,
-    compiler_options: Mapping[str, Any] | None = None,
-    header: str = DEFAULT_HEADER,
-    check_collision: bool = True,
-) -> AgentPrompt:
-    """Fit ``memories`` into ``task`` for ``agent`` so CrewAI's prompt stays within ``max_tokens``.
+    options: dict[str, Any],
+    counter: TokenCounter,
+    header: str,
+) -> tuple[Task, str, CompileResult, int]:
+    """The task with the memories that fit, its context, the compile and the prompt's tokens.
 
-    ``memories`` are ``MemoryItem`` rows, typed records, or CrewAI search results / documents
-    (converted with :func:`document_to_memory`). The task description is used as the question
-    for ranking. Returns a copy of the task to run (the original is not changed).
+    Each round compiles for what CrewAI's scaffolding leaves, measures the prompt CrewAI would
+    send, and shrinks the budget by the overshoot.
     """
-    if check_collision:
-        detect_memory_collision(agent)
-        crew = getattr(agent, "crew", None)
-        if crew is not None and not isinstance(crew, str):
-            detect_memory_collision(crew)
-    options: dict[str, Any] = {"include_interrupt_instruction": False, **(compiler_options or {})}
-    if model_id is not None:
-        options["model_id"] = model_id
-    counter: TokenCounter = options.get("token_counter") or TiktokenAdapter()
-    items = [
-        m if isinstance(m, MemoryItem) or hasattr(m, "memory_kind") else document_to_memory(m)
-        for m in memories
-    ]
-
-    scaffolding, _ = measure_prompt(agent, task, counter)
     empty = new_compiler(max_tokens, options).compile([], task.description)
-    own = CompileReport.from_metadata(empty.metadata).sent_tokens
+    own = empty.report.sent_tokens
     budget = max_tokens - scaffolding + own
     chosen = (task, "", empty, scaffolding)
     for _ in range(_MAX_ROUNDS):
@@ -191,13 +174,56 @@ def compile_for_agent(
             chosen = (candidate, context, result, sent)
             break
         budget -= sent - max_tokens
-    final_task, context, result, sent = chosen
+    return chosen
+
+
+def _check_collisions(agent: Agent) -> None:
+    """The agent's and its crew's own memory must be off (see :func:`detect_memory_collision`)."""
+    detect_memory_collision(agent)
+    crew = getattr(agent, "crew", None)
+    if crew is not None and not isinstance(crew, str):
+        detect_memory_collision(crew)
+
+
+def compile_for_agent(
+    agent: Agent,
+    task: Task,
+    memories: Sequence[object],
+    *,
+    max_tokens: int,
+    model_id: str | None = None,
+    compiler_options: Mapping[str, Any] | None = None,
+    header: str = DEFAULT_HEADER,
+    check_collision: bool = True,
+) -> AgentPrompt:
+    """Fit ``memories`` into ``task`` for ``agent`` so CrewAI's prompt stays within ``max_tokens``.
+
+    ``memories``: ``MemoryItem`` rows, typed records, or CrewAI search results / documents
+    (see :func:`document_to_memory`). The task description is the question memories are
+    ranked by. Returns a copy of the task to run; the original is not changed.
+    """
+    if check_collision:
+        _check_collisions(agent)
+    options: dict[str, Any] = {"include_interrupt_instruction": False, **(compiler_options or {})}
+    options.update({} if model_id is None else {"model_id": model_id})
+    counter: TokenCounter = options.get("token_counter") or TiktokenAdapter()
+    items = [
+        m if isinstance(m, MemoryItem) or hasattr(m, "memory_kind") else document_to_memory(m)
+        for m in memories
+    ]
+
+    scaffolding, _ = measure_prompt(agent, task, counter)
+    final_task, context, result, sent = _fit_task(
+        agent, task, items, scaffolding, max_tokens, options, counter, header
+    )
     ref_map = dict(result.ref_map) if context else {}
     ref_types = {n: t for n, t in result.ref_map_type.items() if n in ref_map}
-    metadata = dict(result.metadata)
-    metadata["crewai_scaffolding_tokens"] = scaffolding
-    metadata["crewai_prompt_tokens"] = sent
-    metadata["crewai_budget_exceeded"] = sent > max_tokens
+    metadata = {
+        **result.metadata,
+        "crewai_scaffolding_tokens": scaffolding,
+        "crewai_prompt_tokens": sent,
+        "crewai_budget_exceeded": sent > max_tokens,
+    }
     return AgentPrompt(
         task=final_task,
         context=context,

@@ -69,8 +69,7 @@ def _pct(part: float, whole: float) -> str:
 
 def render_html(result: CompileResult, anatomy: Anatomy) -> str:
     """The whole page for one compile."""
-    md = result.metadata
-    report = CompileReport.from_metadata(md)
+    report = result.report
     totals = anatomy.totals()
     content = report.token_count
     framing = report.message_framing_tokens
@@ -95,7 +94,7 @@ def render_html(result: CompileResult, anatomy: Anatomy) -> str:
             "".join(
                 f"<tr><td><code>{_esc(key)}</code></td><td><code>"
                 f"{_esc(json.dumps(value, ensure_ascii=False, default=str))}</code></td></tr>"
-                for key, value in md.items()
+                for key, value in result.metadata.items()
             )
         ),
     )
@@ -103,8 +102,8 @@ def render_html(result: CompileResult, anatomy: Anatomy) -> str:
 
 def _stats(result: CompileResult, report: CompileReport, sent: int) -> _Markup:
     prefix = cacheable_prefix_tokens(result)
-    offered, kept = report.segments_offered, report.segments_kept
-    dropped, recalled = report.history_messages_dropped, report.history_messages_recalled
+    offered, kept = report.tail.segments_offered, report.tail.segments_kept
+    dropped, recalled = report.history_messages_dropped, report.tail.messages_recalled
     stats = [
         (f"{sent:,} / {report.tokens_budget:,}", "tokens sent / budget"),
         (f"{prefix / sent * 100 if sent else 0:.0f}%", "cacheable prefix"),

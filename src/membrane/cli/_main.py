@@ -19,7 +19,6 @@ from membrane.errors import InvalidInputError, MembraneError
 from membrane.messages import Message
 from membrane.profile import MembraneProfile
 from membrane.records import MemoryItem
-from membrane.report import CompileReport
 from membrane.tokenizers import TiktokenAdapter
 
 __all__ = ["main"]
@@ -108,7 +107,7 @@ def _run_quote(args: argparse.Namespace, out: TextIO) -> int:
         profile=_profile(args),
     )
     md = quote.compile_result.metadata
-    report = CompileReport.from_metadata(md)
+    report = quote.compile_result.report
     if args.json:
         payload = {
             "total_tokens": quote.total_tokens,

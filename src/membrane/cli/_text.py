@@ -16,7 +16,7 @@ __all__ = ["plural", "render_text"]
 
 def render_text(result: CompileResult, anatomy: Anatomy) -> str:
     """The report ``inspect`` prints without ``--json``."""
-    report = CompileReport.from_metadata(result.metadata)
+    report = result.report
     totals = anatomy.totals()
     content = report.token_count
     sent = sent_tokens(result)
@@ -64,14 +64,15 @@ def render_text(result: CompileResult, anatomy: Anatomy) -> str:
 def _profile_lines(report: CompileReport) -> list[str]:
     """The classifier's label, what the policies did and the stage timings, when present."""
     out = []
-    if report.query_label is not None:
-        if report.label_tier_order is None:
-            out.append(f"label: {report.query_label} (no effect in this profile)")
+    label = report.label
+    if label is not None:
+        if label.tier_order is None:
+            out.append(f"label: {label.name} (no effect in this profile)")
         else:
-            order = ", ".join(str(t) for t in report.label_tier_order)
-            share = report.label_memory_share
+            order = ", ".join(str(t) for t in label.tier_order)
+            share = label.memory_share
             share_text = "no memory share" if share is None else f"memory share {share:.0%}"
-            out.append(f"label: {report.query_label} (tier order {order}; {share_text})")
+            out.append(f"label: {label.name} (tier order {order}; {share_text})")
     policy = report.policy_report
     if policy is not None:
         out.append(f"must include sent: {', '.join(policy.must_include_sent) or 'none'}")
@@ -87,17 +88,17 @@ def _profile_lines(report: CompileReport) -> list[str]:
 
 
 def _trimming_lines(report: CompileReport) -> list[str]:
-    offered, kept = report.segments_offered, report.segments_kept
-    thinned = report.segments_thinned
+    offered, kept = report.tail.segments_offered, report.tail.segments_kept
+    thinned = report.tail.segments_thinned
     out = [
         f"memories: {offered} offered, {kept - thinned} in full, {thinned} thinned, "
         f"{offered - kept} dropped; {report.memories_truncated} capped in length",
     ]
-    if report.placement == "end":
+    if (window := report.window) is not None:
         out.append(
-            f"history: {report.history_messages_dropped} messages dropped, "
-            f"{report.history_messages_recalled} passages recalled, index "
-            f"{report.history_index_lines} lines / {report.history_index_tokens} tokens"
+            f"history: {window.messages_dropped} messages dropped, "
+            f"{report.tail.messages_recalled} passages recalled, index "
+            f"{window.index_lines} lines / {window.index_tokens} tokens"
         )
     out.append(f"tokens trimmed: {report.tokens_trimmed:,}")
     out.append(

@@ -11,7 +11,15 @@ from membrane.errors import InvalidInputError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["Duplicate", "deduplicate", "find_duplicates", "normalized_words", "shingle_jaccard"]
+__all__ = [
+    "Duplicate",
+    "check_size",
+    "check_threshold",
+    "deduplicate",
+    "find_duplicates",
+    "normalized_words",
+    "shingle_jaccard",
+]
 
 M = TypeVar("M")
 
@@ -58,7 +66,7 @@ def shingle_jaccard(a: str, b: str, shingle_size: int = 3) -> float:
     >>> shingle_jaccard("User prefers tea.", "The user prefers tea.", shingle_size=2)
     0.6666666666666666
     """
-    _check_size(shingle_size)
+    check_size(shingle_size)
     sa = _shingles(normalized_words(a), shingle_size)
     sb = _shingles(normalized_words(b), shingle_size)
     return _jaccard(sa, sb)
@@ -70,14 +78,14 @@ def _jaccard(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> fl
     return len(a & b) / len(a | b)
 
 
-def _check_size(shingle_size: int) -> None:
+def check_size(shingle_size: int) -> None:
     if not isinstance(shingle_size, int) or isinstance(shingle_size, bool) or shingle_size < 1:
         raise InvalidInputError(
             f"shingle_size must be a positive integer, got {shingle_size!r}", field="shingle_size"
         )
 
 
-def _check_threshold(near_threshold: float | None, field: str = "near_threshold") -> None:
+def check_threshold(near_threshold: float | None, field: str = "near_threshold") -> None:
     if near_threshold is None:
         return
     if isinstance(near_threshold, bool) or not 0.0 < near_threshold <= 1.0:
@@ -97,8 +105,8 @@ def find_duplicates(
     Memories without a text ``content`` are never duplicates. Each memory is compared with the
     kept ones only, so a chain of small edits does not remove everything after the first.
     """
-    _check_threshold(near_threshold)
-    _check_size(shingle_size)
+    check_threshold(near_threshold)
+    check_size(shingle_size)
     exact: dict[tuple[str, ...], int] = {}
     near = _NearIndex()
     found: list[Duplicate] = []

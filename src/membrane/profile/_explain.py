@@ -2,18 +2,57 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from membrane.profile._classify import LABELS, LabelEffect, classify_query
 from membrane.profile._policies import CONFLICT_ORDER, Policy
 
-if TYPE_CHECKING:
-    from membrane.profile._profile import MembraneProfile
-
 __all__ = ["explain_profile", "profile_dict"]
 
 _TIER_NAMES = {1: "procedures", 2: "facts", 3: "episodes"}
+
+
+class MembraneProfile(Protocol):
+    """What a description reads of :class:`._profile.MembraneProfile`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def dedup(self) -> bool: ...
+    @property
+    def near_duplicate_threshold(self) -> float | None: ...
+    @property
+    def shingle_size(self) -> int: ...
+    @property
+    def kinds_first(self) -> tuple[str, ...]: ...
+    @property
+    def freshness_half_life(self) -> timedelta | None: ...
+    @property
+    def reranker(self) -> Callable[..., Any] | None: ...
+    @property
+    def clock(self) -> Callable[[], Any] | None: ...
+    @property
+    def embedder(self) -> Any: ...
+    @property
+    def semantic_duplicate_threshold(self) -> float | None: ...
+    @property
+    def classifier(self) -> Callable[..., Any] | None: ...
+    @property
+    def classifier_history(self) -> int: ...
+    @property
+    def policies(self) -> Sequence[Policy]: ...
+    @property
+    def must_include(self) -> Sequence[str]: ...
+    @property
+    def profiler(self) -> bool: ...
+    @property
+    def effects(self) -> tuple[tuple[str, LabelEffect], ...]: ...
+    @property
+    def changes_nothing(self) -> bool: ...
+    @property
+    def shapes_the_fit(self) -> bool: ...
 
 
 def explain_profile(profile: MembraneProfile) -> str:

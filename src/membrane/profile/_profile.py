@@ -16,7 +16,7 @@ from membrane.profile._classify import (
     classify_query,
     run_classifier,
 )
-from membrane.profile._dedup import Duplicate, _check_size, _check_threshold, find_duplicates
+from membrane.profile._dedup import Duplicate, check_size, check_threshold, find_duplicates
 from membrane.profile._explain import explain_profile, profile_dict
 from membrane.profile._freshness import order_by_freshness
 from membrane.profile._meaning import find_meaning_duplicates
@@ -109,8 +109,8 @@ class MembraneProfile:
                 "near_duplicate_threshold is set but dedup is off; pass dedup=True as well",
                 field="near_duplicate_threshold",
             )
-        _check_threshold(self.near_duplicate_threshold, "near_duplicate_threshold")
-        _check_size(self.shingle_size)
+        check_threshold(self.near_duplicate_threshold, "near_duplicate_threshold")
+        check_size(self.shingle_size)
         kinds = tuple(self.kinds_first)
         unknown = [k for k in kinds if k not in MEMORY_KINDS]
         if unknown or len(set(kinds)) != len(kinds):
@@ -137,7 +137,7 @@ class MembraneProfile:
                     "semantic_duplicate_threshold is set but dedup is off; pass dedup=True",
                     field="semantic_duplicate_threshold",
                 )
-            _check_threshold(self.semantic_duplicate_threshold, "semantic_duplicate_threshold")
+            check_threshold(self.semantic_duplicate_threshold, "semantic_duplicate_threshold")
         if self.embedder is not None:
             if not callable(self.embedder):
                 raise TypeError("embedder must be callable as embedder(list_of_texts) -> vectors")

@@ -8,15 +8,15 @@ priority order while room lasts, so nothing is dropped while something else is s
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from membrane.errors import InvalidInputError
-from membrane.prompt_text import RECALL_HEADER, THIN_MARK, leading_mem_number, thin_memory_line
+from membrane.prompt_text import THIN_MARK, leading_mem_number, thin_memory_line
 from membrane.records import TIER_PROCEDURAL
+from membrane.report import CompileReport, TailReport
 from membrane.stages.fit import MAX_PROCEDURAL_KEPT, FitChoice, FitRules, MiddleItem, fit_middle
-from membrane.stages.history import RecalledPassage
-from membrane.stages.layout import MemorySegment
+from membrane.stages.values import Offer, Tail, joined_parts
 from membrane.text.keyframes import keyframe
 from membrane.text.relevance import Rarity, lexical_scores, rank_fusion
 from membrane.tokenizers import TiktokenAdapter, TokenCounter
@@ -26,11 +26,9 @@ __all__ = [
     "FitChoice",
     "FitRules",
     "MiddleItem",
-    "Offer",
     "OfferRanking",
     "PreFlightContextFirewall",
     "SystemMessage",
-    "Tail",
     "drop_until_fits",
     "fit_middle",
     "fit_offer",
@@ -106,15 +104,14 @@ class PreFlightContextFirewall:
         kept_refs = {n: ref for n, ref in (ref_map or {}).items() if n in present}
         offered_tokens = sum(item.full_tokens for item in items)
         kept_tokens = sum(items[i].full_tokens for i in range(len(items)) if choice[i] != "drop")
-        stats = {
-            "segments_offered": len(segments),
-            "segments_kept": len(survivors),
-            "tokens_trimmed": offered_tokens - kept_tokens,
-            "tokens_budget": self.max_tokens,
-            "token_count": total,
-            "budget_exceeded": total > self.max_tokens,
-        }
-        return text, kept_refs, total, stats
+        report = CompileReport(
+            token_count=total,
+            tokens_budget=self.max_tokens,
+            tokens_trimmed=offered_tokens - kept_tokens,
+            budget_exceeded=total > self.max_tokens,
+            tail=TailReport(segments_offered=len(segments), segments_kept=len(survivors)),
+        )
+        return text, kept_refs, total, report.firewall_stats()
 
 
 def drop_until_fits(
@@ -147,6 +144,7 @@ class SystemMessage:
     kept: list[int]
     full_tokens: list[int]
     choice: list[FitChoice]
+    end_text: str
 
 
 def fit_system_message(
@@ -177,7 +175,7 @@ def fit_system_message(
         worst,
     )
     middle = "\n".join(lines[i] for i in kept)
-    return SystemMessage(text, tokens, middle, kept, full, choice)
+    return SystemMessage(text, tokens, middle, kept, full, choice, end_text)
 
 
 def _join(core: str, middle: Sequence[str], end: str) -> str:
@@ -186,75 +184,6 @@ def _join(core: str, middle: Sequence[str], end: str) -> str:
         parts.append("\n".join(middle))
     parts.append(end)
     return "\n\n".join(parts)
-
-
-# ---------------------------------------------------------------------- the compiler's tail
-
-
-@dataclass
-class Offer:
-    """Everything trimmable in the middle: memories, then extras, in input order."""
-
-    segments: list[MemorySegment]
-    extras: list[tuple[str, int]]
-    memories_truncated: int = 0
-    # Segments whose [Mem:N] may appear in the output (after compression, the originals).
-    citable: list[MemorySegment] = field(default_factory=list)
-    # A profile's rules for the fit (None: the default fit).
-    rules: FitRules | None = None
-    # Read many times per compile: built once (segments and extras are not changed later).
-    _texts: list[str] = field(init=False, repr=False)
-    _lines: list[str] = field(init=False, repr=False)
-    _tiers: list[int] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._texts = [s.content for s in self.segments] + [t for t, _ in self.extras]
-        self._lines = [s.line for s in self.segments] + [t for t, _ in self.extras]
-        self._tiers = [s.tier for s in self.segments] + [tier for _, tier in self.extras]
-
-    def texts(self) -> list[str]:
-        return self._texts
-
-    def lines(self) -> list[str]:
-        return self._lines
-
-    def tiers(self) -> list[int]:
-        return self._tiers
-
-
-@dataclass
-class Tail:
-    """The final user message: kept memory lines, recalled passages, then the end region."""
-
-    end_text: str
-    lines: list[str] = field(default_factory=list)
-    sources: list[int] = field(default_factory=list)  # offer index of each line
-    passages: list[RecalledPassage] = field(default_factory=list)
-    thinned: int = 0
-
-    def memory_text(self) -> str:
-        return "\n".join(self.lines)
-
-    def text(self) -> str:
-        return _joined(self.parts())
-
-    def parts(self) -> list[tuple[str, str]]:
-        """What :meth:`text` is made of: each line with the line breaks after it."""
-        blocks = []
-        if self.lines:
-            blocks.append(self.lines)
-        if self.passages:
-            blocks.append([RECALL_HEADER, *(p.text for p in self.passages)])
-        out = []
-        for block in blocks:
-            out += [(line, "\n") for line in block[:-1]]
-            out.append((block[-1], "\n\n"))
-        out.append((self.end_text, ""))
-        return out
-
-
-def _joined(parts: Sequence[tuple[str, str]]) -> str:
-    return "".join(line + breaks for line, breaks in parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +315,7 @@ def shed_to_fit(
         parts = tail.parts()
         tokens = count_lines(parts)
         if tokens <= limit or not (tail.passages or tail.lines):
-            return _joined(parts), tokens
+            return joined_parts(parts), tokens
         if tail.passages:
             longest = max(range(len(tail.passages)), key=lambda j: tail.passages[j].tokens)
             tail.passages.pop(longest)

@@ -94,6 +94,18 @@ class FitRules:
 _NO_RULES = FitRules()
 
 
+def _best_first(items: Sequence[MiddleItem], rules: FitRules | None) -> list[int]:
+    """Item indexes in priority order: pinned, tier, rank (or the rules' own priority)."""
+    if rules is None:
+        return sorted(
+            range(len(items)), key=lambda i: (not items[i].pinned, items[i].tier, items[i].rank)
+        )
+    key = rules.priority
+    return sorted(
+        range(len(items)), key=lambda i: key(i, items[i].tier, items[i].pinned, items[i].rank)
+    )
+
+
 def fit_middle(
     items: Sequence[MiddleItem],
     room: int,
@@ -112,16 +124,8 @@ def fit_middle(
     not fit beside everything ranked above it. The chosen sizes (plus ``separator_tokens`` per
     sent item) never exceed ``room``.
     """
-    if rules is None:
-        rules = _NO_RULES
-        best_first = sorted(
-            range(len(items)), key=lambda i: (not items[i].pinned, items[i].tier, items[i].rank)
-        )
-    else:
-        key = rules.priority
-        best_first = sorted(
-            range(len(items)), key=lambda i: key(i, items[i].tier, items[i].pinned, items[i].rank)
-        )
+    best_first = _best_first(items, rules)
+    rules = rules if rules is not None else _NO_RULES
     choice: list[FitChoice] = ["drop"] * len(items)
     procedural = frozenset(i for i in best_first if items[i].tier == TIER_PROCEDURAL)
     caps = (ItemCap("procedural", procedural, max_procedural), *rules.caps)

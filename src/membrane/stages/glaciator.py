@@ -11,6 +11,7 @@ from membrane import config
 from membrane.capabilities import ModelCapabilities, get_model_capabilities
 from membrane.errors import InvalidInputError
 from membrane.prompt_text import is_dynamic_line
+from membrane.report import CacheReport, render_cache
 from membrane.tokenizers import TiktokenAdapter
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ __all__ = [
     "MIN_GLACIATE_CACHE_TOKENS",
     "GlaciatedPrompt",
     "cache_metadata",
+    "cache_report",
     "glaciate",
 ]
 
@@ -133,7 +135,7 @@ def glaciate(
     )
 
 
-def cache_metadata(
+def cache_report(
     model_id: str | None,
     *,
     enabled: bool,
@@ -145,17 +147,17 @@ def cache_metadata(
     tail_tokens: int,
     token_scale: float,
     capabilities: ModelCapabilities | None = None,
-) -> dict[str, Any]:
-    """The caching keys of a compiled end-placement prompt.
+) -> CacheReport:
+    """Where a compiled end-placement prompt's cached prefixes end, and whether it caches.
 
     Breakpoints mark where a cached prefix ends: after the core (inside the system message when
     an eviction index follows it, hence ``chars``), after the index, after the history. Token
     figures count from the start of the prompt, framing included. ``enabled=False`` switches
-    the caching keys off (``use_prompt_caching_split=False``). ``capabilities`` are the model's
-    (looked up from ``model_id`` when None).
+    caching off (``use_prompt_caching_split=False``). ``capabilities`` are the model's (looked
+    up from ``model_id`` when None).
     """
     if not enabled:
-        return {"cache_mode": None, "cache_breakpoints": [], "prompt_cache_used": False}
+        return CacheReport()
     breakpoints: list[dict[str, Any]] = []
     if core_chars is not None:
         breakpoints.append(
@@ -174,12 +176,15 @@ def cache_metadata(
     pricing = capabilities.cache_pricing if caching and capabilities is not None else None
     min_tokens = pricing.min_tokens if pricing else DEFAULT_MIN_CACHEABLE_TOKENS
     used = caching and prefix_tokens * token_scale >= min_tokens
-    md: dict[str, Any] = {
-        "cache_mode": pricing.mode if pricing else None,
-        "cache_breakpoints": breakpoints,
-        "prompt_cache_used": used,
-    }
-    if used:
-        md["cacheable_prefix_tokens"] = prefix_tokens
-        md["dynamic_tail_tokens"] = tail_tokens
-    return md
+    return CacheReport(
+        mode=pricing.mode if pricing else None,
+        breakpoints=tuple(breakpoints),
+        used=used,
+        prefix_tokens=prefix_tokens if used else None,
+        tail_tokens=tail_tokens if used else None,
+    )
+
+
+def cache_metadata(model_id: str | None, **figures: Any) -> dict[str, Any]:
+    """The caching keys of ``metadata`` for these figures (see :func:`cache_report`)."""
+    return render_cache(cache_report(model_id, **figures))

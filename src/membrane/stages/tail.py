@@ -7,22 +7,21 @@ back, and the end region. This stage chooses them and sheds until the exact coun
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import islice
 
-from membrane.messages import message_text
+from membrane.messages import Message, message_text
 from membrane.prompt_text import RECALL_HEADER
 from membrane.records import TIER_PROCEDURAL
+from membrane.report import TailReport
 from membrane.stages.firewall import (
     MAX_PROCEDURAL_KEPT,
     PIN_MIN_SCORE,
     FitChoice,
-    Offer,
     OfferRanking,
-    Tail,
+    SystemMessage,
     fit_offer,
+    fit_system_message,
     rank_offer,
     shed_to_fit,
     thin_lines,
@@ -33,40 +32,25 @@ from membrane.stages.history import (
     RecalledPassage,
     WindowCover,
     Writers,
-    recall_candidates,
+    nearest_passages,
+    passage_order,
     recall_reason,
     select_passages,
     window_cover,
 )
+from membrane.stages.values import Budget, Offer, Tail, TurnText
 from membrane.stages.window import HistoryWindow
-from membrane.text.relevance import CombinedStats, TermStats, content_words, stem
+from membrane.text.relevance import CombinedStats, TermStats
 from membrane.text.semantic import SemanticCall
 from membrane.text.sentences import is_question, split_sentences
-from membrane.tokenizers import MemoizedCounter
 
 __all__ = [
-    "EMBEDDED_PASSAGES",
-    "MEANING_PASSAGES",
-    "MEANING_SCAN",
     "FittedTail",
     "TailInput",
     "TailSettings",
+    "fit_system",
     "fit_tail",
 ]
-
-#: With an embedder, the passages it ranks per turn: the best by word match. Each costs the
-#: model about 60 words (roughly 25 ms of one core for all-MiniLM-L6-v2), once per compiler.
-EMBEDDED_PASSAGES = 8
-#: With an embedder, the dropped passages closest in meaning to a question that may come back
-#: after every passage sharing its rare words (what fits of them: recall's room still binds).
-#: On the conversation benchmark's development split (``recall_probe --embedder --speakers``)
-#: 16, 32 and 64 found more answers each, for more recalled tokens; see docs/lod.md.
-MEANING_PASSAGES = 32
-#: How many of the newest dropped passages are compared by meaning. Each is embedded once per
-#: compiler, so this bounds what a worker that joins a long conversation embeds on its first
-#: question: with all-MiniLM-L6-v2 here about 7 ms of one core for a short chat message and
-#: 20 ms for a full passage, so up to 4 to 10 s once (docs/lod.md).
-MEANING_SCAN = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +66,11 @@ class TailSettings:
 
 @dataclass(frozen=True, slots=True)
 class TailInput:
-    """What the tail needs from the turn."""
+    """What the final message reads of one compile: the turn's texts, the offer, the budget."""
 
-    user_message: str
+    text: TurnText
     offer: Offer
-    end_text: str
-    counter: MemoizedCounter
-    budget_counted: int
+    budget: Budget
     semantic: SemanticCall | None
     #: Who writes each role (the caller's ``speakers``), for a question that names one.
     writers: Writers = NO_WRITERS
@@ -104,75 +86,71 @@ class FittedTail:
     choice: list[FitChoice]
     recall_reason: str | None = None
 
+    def report(self, offered: int) -> TailReport:
+        """This stage's part of the compile's report (``offered``: items on offer)."""
+        return TailReport(
+            segments_offered=offered,
+            segments_kept=len(self.tail.lines),
+            segments_thinned=self.tail.thinned,
+            messages_recalled=len(self.tail.passages),
+            recall_reason=self.recall_reason,
+        )
 
-def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> FittedTail:
+
+def fit_system(
+    text: TurnText, history: list[Message], offer: Offer, budget: Budget, overhead: int
+) -> SystemMessage:
+    """System placement: the core, the memories that fit, the last reply and the question in
+    one message (the last reply is the caller's, else the history's last answer)."""
+    last = text.last_assistant_turn
+    if last is None:
+        replies = [message_text(m) for m in history if m.get("role") == "assistant"]
+        answers = [reply for reply in replies if reply.strip()]
+        last = answers[-1] if answers else None
+    end_text = text.layout.build_end(last, text.user_message, text.directives)
+    return fit_system_message(offer, text.core, end_text, budget.count, budget.counted - overhead)
+
+
+def fit_tail(given: TailInput, window: HistoryWindow, settings: TailSettings) -> FittedTail:
     """Fit memories and recalled passages into what the window leaves of the budget."""
-    count, overhead = turn.counter.count, settings.message_overhead_tokens
+    count, overhead = given.budget.counter.count, settings.message_overhead_tokens
     before_tail = count(window.system_text) + overhead + window.kept_tokens + overhead
-    room = turn.budget_counted - before_tail - count(turn.end_text) - 2
-    reason, cover = _recall_need(turn, window, settings)
-    tracker = window.tracker if reason in ("needed", "no_match") else None
-    passage_order = nearest = None
-    if tracker is not None and turn.semantic is not None:
-        passage_order = _passage_order(tracker, turn.user_message, turn.semantic, cover)
-        nearest = _nearest(tracker, turn.user_message, turn.semantic, turn.writers)
+    room = given.budget.counted - before_tail - count(given.text.end_text) - 2
+    reason, recall = _recall_for(given, window, settings)
     header = count(RECALL_HEADER) + 2
-    memory_tokens = sum(count(line) + 1 for line in turn.offer.lines())
+    memory_tokens = sum(count(line) + 1 for line in given.offer.lines())
     anchor: list[RecalledPassage] = []
-    if tracker is not None and memory_tokens > room - header - 2 * settings.keyframe_tokens:
+    if recall is not None and memory_tokens > room - header - 2 * settings.keyframe_tokens:
         # Under memory pressure the best-matching passage is held a keyframe's room, like
         # every memory is: it competes with their keyframes instead of taking what they leave.
-        anchor = select_passages(
-            tracker,
-            turn.user_message,
-            settings.keyframe_tokens + 8,
-            limit=tracker.chunk,
-            count=count,
-            extra_ranking=passage_order,
-            max_passages=1,
-            min_score=PIN_MIN_SCORE,
-            cover=cover,
-        )
+        anchor = recall.select(settings.keyframe_tokens + 8, max_passages=1)
     reserved = header + sum(p.tokens for p in anchor) if anchor else 0
-    rules = turn.offer.rules
+    rules = given.offer.rules
     if rules is not None:
-        rules = rules.with_budget(turn.budget_counted)
-    ranking, stats = _rank(turn, window.tracker, memory_tokens, room - reserved, settings)
+        rules = rules.with_budget(given.budget.counted)
+    ranking, stats = _rank(given, window.tracker, memory_tokens, room - reserved, settings)
     tail, choice = fit_offer(
-        turn.offer,
+        given.offer,
         room - reserved,
-        turn.end_text,
+        given.text.end_text,
         ranking=ranking,
         count=count,
-        thinned=lambda: thin_lines(turn.offer, stats, count, settings.keyframe_tokens),
+        thinned=lambda: thin_lines(given.offer, stats, count, settings.keyframe_tokens),
         thin_before_drop=settings.thin_before_drop,
         rules=rules,
     )
-    if tracker is not None:
+    if recall is not None:
         used = sum(count(line) + 1 for line in tail.lines)
         # Passages come back only for a question that shares a rare word with them.
-        tail.passages = (
-            select_passages(
-                tracker,
-                turn.user_message,
-                room - header - used,
-                limit=tracker.chunk,
-                count=count,
-                extra_ranking=passage_order,
-                min_score=PIN_MIN_SCORE,
-                cover=cover,
-                nearest=nearest,
-            )
-            or anchor
-        )
+        tail.passages = recall.select(room - header - used, by_meaning=True) or anchor
     priority: list[tuple[int, ...]] = [
         (int(i not in ranking.pinned), tier, ranking.ranks[i])
         if rules is None
         else rules.priority(i, tier, i in ranking.pinned, ranking.ranks[i])
-        for i, tier in enumerate(turn.offer.tiers())
+        for i, tier in enumerate(given.offer.tiers())
     ]
     text, tokens = shed_to_fit(
-        tail, turn.budget_counted - before_tail, turn.counter.count_lines, priority
+        tail, given.budget.counted - before_tail, given.budget.counter.count_lines, priority
     )
     if reason == "needed":
         reason = "recalled" if tail.passages else "no_room"
@@ -181,8 +159,54 @@ def fit_tail(turn: TailInput, window: HistoryWindow, settings: TailSettings) -> 
     return FittedTail(tail, text, tokens, list(choice), reason)
 
 
+@dataclass(frozen=True, slots=True)
+class _Recall:
+    """One turn's recall: the dropped passages to choose from and the votes that rank them."""
+
+    tracker: HistoryTracker
+    question: str
+    count: Callable[[str], int]
+    cover: WindowCover | None
+    meaning_order: Callable[[], list[int] | None] | None
+    nearest: Callable[[], list[int] | None] | None
+
+    def select(
+        self, room: int, *, max_passages: int | None = None, by_meaning: bool = False
+    ) -> list[RecalledPassage]:
+        """The passages that fit ``room`` (``by_meaning``: closest in meaning come after)."""
+        return select_passages(
+            self.tracker,
+            self.question,
+            room,
+            limit=self.tracker.chunk,
+            count=self.count,
+            extra_ranking=self.meaning_order,
+            max_passages=max_passages,
+            min_score=PIN_MIN_SCORE,
+            cover=self.cover,
+            nearest=self.nearest if by_meaning else None,
+        )
+
+
+def _recall_for(
+    given: TailInput, window: HistoryWindow, settings: TailSettings
+) -> tuple[str | None, _Recall | None]:
+    """Why recall fires or not (see :func:`_recall_need`), and its passages when it may."""
+    reason, cover = _recall_need(given, window, settings)
+    tracker = window.tracker if reason in ("needed", "no_match") else None
+    if tracker is None:
+        return reason, None
+    question, semantic = given.text.user_message, given.semantic
+    meaning_order = nearest = None
+    if semantic is not None:
+        meaning_order = passage_order(tracker, question, semantic, cover, PIN_MIN_SCORE)
+        nearest = nearest_passages(tracker, question, semantic, given.writers)
+    count = given.budget.counter.count
+    return reason, _Recall(tracker, question, count, cover, meaning_order, nearest)
+
+
 def _recall_need(
-    turn: TailInput, window: HistoryWindow, settings: TailSettings
+    given: TailInput, window: HistoryWindow, settings: TailSettings
 ) -> tuple[str | None, WindowCover | None]:
     """Whether recall has anything to add to the kept window, and what the window holds.
 
@@ -196,91 +220,38 @@ def _recall_need(
         return None, None
     if not tracker.passages or window.dropped_messages <= 0:
         return None, None
-    stats, query = tracker.stats, turn.user_message
+    stats, query = tracker.stats, given.text.user_message
     asks = any(is_question(s) for s in split_sentences(query))
     kept = (message_text(m) for m in window.kept)
-    cover = window_cover(kept, query, stats, asks=asks, writers=turn.writers)
+    cover = window_cover(kept, query, stats, asks=asks, writers=given.writers)
     return recall_reason(tracker, query, cover, PIN_MIN_SCORE), cover
 
 
 def _rank(
-    turn: TailInput,
+    given: TailInput,
     tracker: HistoryTracker | None,
     memory_tokens: int,
     room: int,
     settings: TailSettings,
 ) -> tuple[OfferRanking, CombinedStats]:
     """The offer's ranking, and the rarity statistics keyframes are cut with."""
-    texts = turn.offer.texts()
+    texts = given.offer.texts()
     # Ranking and keyframes only decide what goes; when everything fits and no procedure
     # is over its cap, none is needed.
-    procedures = sum(1 for tier in turn.offer.tiers() if tier == TIER_PROCEDURAL)
+    procedures = sum(1 for tier in given.offer.tiers() if tier == TIER_PROCEDURAL)
     # A profile's rules (caps, a memory share) may trim what would fit.
     trimming = (
-        memory_tokens > room or procedures > MAX_PROCEDURAL_KEPT or turn.offer.rules is not None
+        memory_tokens > room or procedures > MAX_PROCEDURAL_KEPT or given.offer.rules is not None
     )
     stats = CombinedStats(tracker.stats if tracker else None, TermStats(texts if trimming else ()))
     semantic = None
-    if trimming and turn.semantic is not None and settings.rank_fusion and len(texts) > 1:
-        semantic = turn.semantic.order(turn.user_message, texts)
+    if trimming and given.semantic is not None and settings.rank_fusion and len(texts) > 1:
+        semantic = given.semantic.order(given.text.user_message, texts)
     ranking = rank_offer(
         texts,
-        turn.user_message,
+        given.text.user_message,
         stats,
         fuse=settings.rank_fusion and trimming,
         semantic_order=semantic,
     )
     return ranking, stats
-
-
-def _nearest(
-    tracker: HistoryTracker, question: str, semantic: SemanticCall, writers: Writers
-) -> Callable[[], list[int] | None]:
-    """The dropped passages closest in meaning to what ``question`` asks, asked for on first use.
-
-    The best :data:`MEANING_PASSAGES` of the newest :data:`MEANING_SCAN`, closest first. When
-    the question names who wrote some passages (the caller's speakers, or a message's
-    ``name``), only theirs are compared: "What dishes has Omar cooked?" is answered by Omar's
-    "tried making pad thai tonight", which shares no word with it. Recall does not ask when
-    the best word match states two of the question's telling words: more passages would only
-    cost (hard suite: 68 / 44 against 63 / 39 at the same recall). Each passage compared is
-    embedded once per compiler. None: no vote (the turn asks nothing, or the embedder failed).
-    """
-
-    @functools.cache
-    def nearest() -> list[int] | None:
-        passages = tracker.passages
-        asked = set(map(stem, content_words(question)))
-        newest_first = range(len(passages) - 1, -1, -1)
-        named = (
-            p for p in newest_first if writers.of(passages[p].role, passages[p].writer) & asked
-        )
-        pids = list(islice(named, MEANING_SCAN)) or list(islice(newest_first, MEANING_SCAN))
-        pids.reverse()
-        ranked = semantic.order(question, [passages[p].text for p in pids])
-        return None if ranked is None else [pids[i] for i in ranked[:MEANING_PASSAGES]]
-
-    return nearest
-
-
-def _passage_order(
-    tracker: HistoryTracker, question: str, semantic: SemanticCall, cover: WindowCover | None
-) -> Callable[[], list[int] | None]:
-    """The embedder's order of the passages recall may bring back, asked for on first use.
-
-    Recall asks only when the order can change what comes back (not every candidate fits).
-    Only the best :data:`EMBEDDED_PASSAGES` candidates by word match are embedded: the vote
-    reorders those and nothing else, so with fewer than two nothing is embedded, not even
-    the question. None: no vote.
-    """
-
-    @functools.cache
-    def order() -> list[int] | None:
-        candidates = recall_candidates(tracker, question, min_score=PIN_MIN_SCORE, cover=cover)
-        candidates = candidates[:EMBEDDED_PASSAGES]
-        if len(candidates) < 2:
-            return None
-        ranked = semantic.order(question, [tracker.passages[p].text for p in candidates])
-        return None if ranked is None else [candidates[i] for i in ranked]
-
-    return order

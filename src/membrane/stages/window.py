@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from membrane.messages import CheckedPrefix, Message, message_text
+from membrane.messages import Message, message_text
 from membrane.prompt_text import INDEX_HEADER
+from membrane.report import WindowReport
 from membrane.session import LRUCache, Session
 from membrane.stages.history import (
     HistoryTracker,
@@ -28,10 +29,10 @@ from membrane.stages.history import (
     select_index_lines,
     snapshot_tracker,
 )
+from membrane.stages.values import Budget, HistoryRequest, TurnText
 from membrane.text.keyframes import keyframe
 from membrane.text.relevance import CombinedStats, TermStats
 from membrane.text.sketch import TermSketch
-from membrane.tokenizers import MemoizedCounter
 
 __all__ = ["HistoryWindow", "WindowInput", "WindowPlanner", "WindowSettings", "tracker_bytes"]
 
@@ -73,26 +74,35 @@ class HistoryWindow:
     # How the tracker came to be: "in_process", "resumed" or "replayed:<why>" (see _restore).
     resume: str | None = None
 
+    def report(self, core_chars: int | None, counts_supplied: int) -> WindowReport:
+        """This stage's part of the compile's report."""
+        tracker = self.tracker
+        marked = tracker is not None and tracker.boundary >= 0  # the caller marks sessions
+        return WindowReport(
+            messages_dropped=self.dropped_messages,
+            index_lines=self.index_lines,
+            index_tokens=self.index_tokens,
+            turn_local_drop=self.turn_local_drop,
+            cut_moves=(tracker.session_moves, tracker.mid_session_moves)
+            if marked and tracker is not None
+            else None,
+            resume=self.resume,
+            core_chars=core_chars,
+            counts_supplied=counts_supplied,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class WindowInput:
-    """What the window needs from the turn."""
+    """What the window reads of one compile: the history, the turn's texts, the budget."""
 
-    history: list[Message]
-    conversation: str
-    core: str
-    end_text: str
-    counter: MemoizedCounter
-    budget_counted: int
+    history: HistoryRequest
+    text: TurnText
+    budget: Budget
+    #: The texts on offer for the middle (the index room keeps a keyframe's room for each).
     offer_texts: Sequence[str]
-    # The caller's token count of each message's text, None where Membrane counts it.
-    message_counts: Sequence[int | None] | None = None
-    # What a message's images cost beyond their stand-in text (0 for a message without any).
+    #: What a message's images cost beyond their stand-in text (0 for a message without any).
     image_tokens: Callable[[Mapping[str, Any]], int] = lambda _m: 0
-    # The caller says this turn starts a session (its provider cache has expired).
-    new_session: bool = False
-    # What validating the history proved: its digest, the caller's history_version.
-    proof: CheckedPrefix | None = None
 
 
 class WindowPlanner:
@@ -111,80 +121,81 @@ class WindowPlanner:
             str, tuple[HistoryTracker, tuple[str, str, int, int], str, int]
         ] = LRUCache(MAX_CONVERSATIONS, max_bytes=max_bytes, size=lambda v: 200 + len(v[2]))
 
-    def plan(self, turn: WindowInput, session: Session, settings: WindowSettings) -> HistoryWindow:
-        count = turn.counter.count
+    def plan(self, given: WindowInput, session: Session, settings: WindowSettings) -> HistoryWindow:
+        count = given.budget.counter.count
         overhead = settings.message_overhead_tokens
-        history = turn.history
+        history = given.history.messages
         if not history:
-            return HistoryWindow([], 0, turn.core)
+            return HistoryWindow([], 0, given.text.core)
         if not settings.trim_history:
-            extra, given = turn.image_tokens, turn.message_counts or [None] * len(history)
+            extra = given.image_tokens
+            supplied = given.history.counts or [None] * len(history)
             kept_tokens = sum(
                 (count(message_text(m)) if n is None else n) + extra(m) + overhead
-                for m, n in zip(history, given, strict=True)
+                for m, n in zip(history, supplied, strict=True)
             )
-            return HistoryWindow(list(history), kept_tokens, turn.core)
-        after_core = max(turn.budget_counted - count(turn.core) - overhead, 0)
+            return HistoryWindow(list(history), kept_tokens, given.text.core)
+        after_core = max(given.budget.counted - count(given.text.core) - overhead, 0)
         share = max(int(settings.history_share * after_core), 1)
         line_room = _line_room(share, settings)
-        tracker, resume, why = self._tracker(turn, share, line_room, settings, session)
-        system_text, index_lines, index_tokens, room = turn.core, 0, 0, None
+        tracker, resume, why = self._tracker(given, share, line_room, settings, session)
+        system_text, index_lines, index_tokens, room = given.text.core, 0, 0, None
         if settings.eviction_index and tracker.lines:
-            room = _index_room(turn, tracker, after_core, settings, session)
-            system_text, index_lines = self._system_text(turn, tracker, room)
+            room = _index_room(given, tracker, after_core, settings, session)
+            system_text, index_lines = self._system_text(given, tracker, room)
             if index_lines:
-                index_tokens = count(system_text) - count(turn.core)
-        _save_state(turn, tracker, session, room, line_room)
-        window = _cut_for_turn(turn, tracker, system_text, index_lines, index_tokens, overhead)
+                index_tokens = count(system_text) - count(given.text.core)
+        _save_state(given, tracker, session, room, line_room)
+        window = _cut_for_turn(given, tracker, system_text, index_lines, index_tokens, overhead)
         return replace(window, resume=resume if why is None else f"{resume}:{why}")
 
     def _tracker(
         self,
-        turn: WindowInput,
+        given: WindowInput,
         share: int,
         line_room: int,
         settings: WindowSettings,
         session: Session,
     ) -> tuple[HistoryTracker, str, str | None]:
         """The conversation's tracker, up to date, and whether it was kept, resumed or replayed."""
-        counter, conversation = turn.counter, turn.conversation
+        counter, conversation = given.budget.counter, given.history.conversation
         key = (conversation, share, max(share // 2, 1), counter.name)
         tracker = self._trackers.get(key)
         resume, why = "in_process", None
-        if tracker is None or not tracker.matches(turn.history):
-            tracker, why = _restore(turn, share, line_room, settings, session)
+        if tracker is None or not tracker.matches(given.history.messages):
+            tracker, why = _restore(given, share, line_room, settings, session)
             resume = "resumed" if why is None else "replayed"
             # One tracker per conversation: a new share or a rewritten history replaces it.
             self._trackers.discard_where(lambda k: k[0] == conversation)
         tracker.update(
-            turn.history,
+            given.history.messages,
             _FIELD,
-            turn.image_tokens,
-            turn.message_counts,
-            new_session=turn.new_session,
+            given.image_tokens,
+            given.history.counts,
+            new_session=given.history.new_session,
         )
         tracker.forget_lines(line_room)
         self._trackers.put(key, tracker)  # again: its size has changed
         return tracker, resume, why
 
     def _system_text(
-        self, turn: WindowInput, tracker: HistoryTracker, room: int
+        self, given: WindowInput, tracker: HistoryTracker, room: int
     ) -> tuple[str, int]:
         """The core and the newest index lines that fit ``room``, and how many lines that is.
 
         Reused (the same string, its hash and token count already known) while the core, the
         tracker's lines (which change only when the cut moves) and the room stay as they were.
         """
-        key = (turn.core, turn.counter.name, tracker.event_count, room)
-        cached = self._system_texts.get(turn.conversation)
+        key = (given.text.core, given.budget.counter.name, tracker.event_count, room)
+        cached = self._system_texts.get(given.history.conversation)
         if cached is not None and cached[0] is tracker and cached[1] == key:
             return cached[2], cached[3]
-        count = turn.counter.count
+        count = given.budget.counter.count
         first = select_index_lines(tracker.lines, room, count(INDEX_HEADER) + 2)
         index = render_index(tracker.lines[first:])
-        text = f"{turn.core}\n\n{index}" if index else turn.core
+        text = f"{given.text.core}\n\n{index}" if index else given.text.core
         lines = len(tracker.lines) - first if index else 0
-        self._system_texts.put(turn.conversation, (tracker, key, text, lines))
+        self._system_texts.put(given.history.conversation, (tracker, key, text, lines))
         return text, lines
 
 
@@ -216,7 +227,7 @@ def _line_room(share: int, settings: WindowSettings) -> int:
 
 
 def _restore(
-    turn: WindowInput,
+    given: WindowInput,
     share: int,
     line_room: int,
     settings: WindowSettings,
@@ -230,10 +241,10 @@ def _restore(
     (saved for another share, counter or option), ``"prefix"`` and ``"units"`` (see
     :func:`restore_tracker`).
     """
-    counter = turn.counter
+    counter = given.budget.counter
     overhead, frame = settings.message_overhead_tokens, settings.keyframe_tokens
     fresh = HistoryTracker(share, max(share // 2, 1), counter.count, overhead, frame)
-    if len(turn.history) <= SHORT_HISTORY_MESSAGES:
+    if len(given.history.messages) <= SHORT_HISTORY_MESSAGES:
         return fresh, "short"
     saved = session.conversation_state.get("tracker")
     if saved is None:
@@ -246,15 +257,15 @@ def _restore(
     wanted = (share, max(share // 2, 1), overhead, frame, line_room)
     if snapshot.settings != wanted or snapshot.counter != counter.name:
         return fresh, "settings"
-    version = turn.proof.version if turn.proof is not None else None
-    restored = restore_tracker(snapshot, turn.history, counter.count, version, _FIELD)
+    version = given.history.proof.version if given.history.proof is not None else None
+    restored = restore_tracker(snapshot, given.history.messages, counter.count, version, _FIELD)
     if isinstance(restored, str):
         return fresh, restored
     return restored, None
 
 
 def _index_room(
-    turn: WindowInput,
+    given: WindowInput,
     tracker: HistoryTracker,
     after_core: int,
     settings: WindowSettings,
@@ -274,18 +285,18 @@ def _index_room(
         )
     if "room" in stored and stored.get("share") == tracker.share and stored.get("events") == events:
         return int(stored["room"])
-    count = turn.counter.count
-    stats = CombinedStats(tracker.stats, TermStats(turn.offer_texts))
+    count = given.budget.counter.count
+    stats = CombinedStats(tracker.stats, TermStats(given.offer_texts))
     keyframe_cost = 0
-    for text in turn.offer_texts:
+    for text in given.offer_texts:
         frame = keyframe(text, stats, count, settings.keyframe_tokens)
         keyframe_cost += count(frame if frame is not None else text) + 4
-    leftover = after_core - tracker.kept_tokens - count(turn.end_text) - keyframe_cost
+    leftover = after_core - tracker.kept_tokens - count(given.text.end_text) - keyframe_cost
     return max(min(leftover, share_room), share_room // 2)
 
 
 def _save_state(
-    turn: WindowInput,
+    given: WindowInput,
     tracker: HistoryTracker,
     session: Session,
     room: int | None,
@@ -303,17 +314,17 @@ def _save_state(
     stored_events = int(stored.get("events", -1)) if same_share else -1
     if stored_events > events or (stored_events == events and "tracker" in stored):
         return
-    proof = turn.proof
+    proof = given.history.proof
     value: dict[str, Any] = {
         "share": tracker.share,
         "events": events,
         "tracker": snapshot_tracker(
             tracker,
-            counter=turn.counter.name,
+            counter=given.budget.counter.name,
             line_room=line_room,
-            messages=turn.history,
+            messages=given.history.messages,
             digest=proof.digest
-            if proof is not None and proof.length == len(turn.history)
+            if proof is not None and proof.length == len(given.history.messages)
             else None,
             version=proof.version if proof is not None else None,
         ),
@@ -324,7 +335,7 @@ def _save_state(
 
 
 def _cut_for_turn(
-    turn: WindowInput,
+    given: WindowInput,
     tracker: HistoryTracker,
     system_text: str,
     index_lines: int,
@@ -332,18 +343,18 @@ def _cut_for_turn(
     overhead: int,
 ) -> HistoryWindow:
     """The tracked cut, pushed further for this turn only when the current turn needs room."""
-    count = turn.counter.count
+    count = given.budget.counter.count
     kept_tokens = tracker.kept_tokens
     # The tracked cut stays, so the next ordinary turn hits the cache again.
     unit = tracker.cut
-    reserved = count(system_text) + overhead + kept_tokens + count(turn.end_text) + overhead
-    while reserved > turn.budget_counted and unit < len(tracker.bounds):
+    reserved = count(system_text) + overhead + kept_tokens + count(given.text.end_text) + overhead
+    while reserved > given.budget.counted and unit < len(tracker.bounds):
         reserved -= tracker.unit_tokens[unit]
         kept_tokens -= tracker.unit_tokens[unit]
         unit += 1
-    start = tracker.bounds[unit][0] if unit < len(tracker.bounds) else len(turn.history)
+    start = tracker.bounds[unit][0] if unit < len(tracker.bounds) else len(given.history.messages)
     return HistoryWindow(
-        kept=turn.history[start:],
+        kept=given.history.messages[start:],
         kept_tokens=kept_tokens,
         system_text=system_text,
         dropped_messages=start,

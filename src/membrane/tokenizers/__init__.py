@@ -23,7 +23,7 @@ from membrane.tokenizers._counters import (
     TokenCounter,
     count_tokens,
 )
-from membrane.tokenizers._registry import TokenizerRegistry
+from membrane.tokenizers._registry import CounterChoice, TokenizerRegistry
 
 if TYPE_CHECKING:
     from membrane.tokenizers._external import HuggingFaceAdapter, SentencePieceAdapter
@@ -33,6 +33,7 @@ __all__ = [
     "SCALE_MAX",
     "SCALE_MIN",
     "CharacterEstimateCounter",
+    "CounterChoice",
     "HuggingFaceAdapter",
     "MemoizedCounter",
     "ScaleCalibration",

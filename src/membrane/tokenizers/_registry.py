@@ -6,9 +6,16 @@ import fnmatch
 import threading
 from typing import ClassVar
 
-from membrane.tokenizers._counters import CharacterEstimateCounter, TiktokenAdapter, TokenCounter
+from membrane.tokenizers._counters import (
+    CharacterEstimateCounter,
+    MemoizedCounter,
+    TiktokenAdapter,
+    TokenCounter,
+)
 
-__all__ = ["TokenizerRegistry"]
+__all__ = ["CounterChoice", "TokenizerRegistry"]
+
+_DEFAULT_COUNTER = TiktokenAdapter("cl100k_base")
 
 
 class TokenizerRegistry:
@@ -65,3 +72,32 @@ class TokenizerRegistry:
                 shared.register("claude*", TiktokenAdapter("cl100k_base"))
                 cls._shared = shared
             return cls._shared
+
+
+class CounterChoice:
+    """Which counter a compiler counts with, memoised: a registry's for the model (the call's,
+    else the compiler's), else the compiler's own ``token_counter``, else ``cl100k_base``."""
+
+    def __init__(
+        self,
+        model_id: str | None,
+        registry: TokenizerRegistry | None,
+        counter: TokenCounter | None,
+    ) -> None:
+        self.model_id = model_id
+        self.registry = registry
+        self.counter = counter
+        self._memos: dict[int, MemoizedCounter] = {}
+
+    def for_call(self, registry: TokenizerRegistry | None = None) -> MemoizedCounter:
+        """The memoised counter for a compile given ``registry`` (None: the compiler's)."""
+        registry = registry if registry is not None else self.registry
+        if registry is not None:
+            base = registry.counter_for(self.model_id)
+        else:
+            base = self.counter if self.counter is not None else _DEFAULT_COUNTER
+        memo = self._memos.get(id(base))
+        if memo is None or memo.inner is not base:
+            memo = MemoizedCounter(base)
+            self._memos[id(base)] = memo
+        return memo

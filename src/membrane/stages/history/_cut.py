@@ -40,19 +40,22 @@ from membrane.messages import (
     writer_name,
 )
 from membrane.stages.history._index import IndexLine, index_line
-from membrane.stages.history._passages import Passage, Postings, add_postings, passages_of
-from membrane.stages.history._recall import (
+from membrane.stages.history._passages import (
+    Passage,
+    Postings,
     RecalledPassage,
+    add_postings,
+    passages_of,
     recalled_whole,
-    score_passages,
 )
+from membrane.stages.history._score import score_passages
 from membrane.stages.history._shared import Count
 from membrane.stages.history._speakers import NO_WRITERS, Writers
 from membrane.text.relevance import TermStats, content_word_set, content_words
 from membrane.text.sentences import split_sentences
 from membrane.text.sketch import TermSketch
 
-__all__ = ["CutEvent", "HistoryTracker", "reference_cut", "session_gap"]
+__all__ = ["CutEvent", "HistoryTracker", "reference_cut", "session_gap", "unit_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +108,7 @@ def _sentence_words(text: str) -> list[str]:
     return [w for sentence in split_sentences(text) for w in content_words(sentence)]
 
 
-def _unit_key(messages: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str], ...]:
+def unit_key(messages: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str], ...]:
     # The texts themselves rather than a hash of them: a message passed again is usually the
     # same string object, which compares equal at once.
     return tuple(message_key(m) for m in messages)
@@ -173,7 +176,7 @@ class HistoryTracker:
             return False
         for unit in {0, self.cut if self.cut < len(self.bounds) else 0, len(self.bounds) - 1}:
             start, stop = self.bounds[unit]
-            if _unit_key(messages[start:stop]) != self.unit_keys[unit]:
+            if unit_key(messages[start:stop]) != self.unit_keys[unit]:
                 return False
         return True
 
@@ -212,7 +215,7 @@ class HistoryTracker:
                 tokens += sum(image_tokens(m) for m in span)
             self.bounds.append((start, stop))
             self.unit_tokens.append(tokens)
-            self.unit_keys.append(_unit_key(span))
+            self.unit_keys.append(unit_key(span))
             for message, text in zip(span, texts, strict=True):
                 if message_role(message) == "user":
                     # Last turn's question: the words of its sentences are memoised already.
@@ -313,7 +316,7 @@ class HistoryTracker:
         return known
 
     def score_passages(self, query: str, writers: Writers = NO_WRITERS) -> dict[int, float]:
-        """Relevance of each dropped passage to ``query``; see :func:`._recall.score_passages`."""
+        """Relevance of each dropped passage to ``query``; see :func:`._score.score_passages`."""
         # Rarities move with every message seen, so the memo holds within one compile only.
         key = (query, len(self.passages), self.stats.documents, writers)
         if self._last_scores is not None and self._last_scores[0] == key:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple
 
-from membrane.stages.history._shared import is_request
+from membrane.prompt_text import recalled_line
+from membrane.stages.history._shared import Count, is_request
 from membrane.text.relevance import content_words, stem
 from membrane.text.sentences import depends_on_previous, is_question, split_sentences
 
@@ -19,8 +21,10 @@ __all__ = [
     "PASSAGE_WORDS",
     "Passage",
     "Postings",
+    "RecalledPassage",
     "add_postings",
     "passages_of",
+    "recalled_whole",
     "sentence_stems",
     "stated_memo",
     "stated_words",
@@ -154,3 +158,19 @@ def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
             postings[w] = [(pid, message, weight)]
         else:
             posting.append((pid, message, weight))
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledPassage:
+    """A dropped passage chosen to come back, possibly cut to its best sentence."""
+
+    pid: int
+    role: str
+    text: str
+    tokens: int
+
+
+def recalled_whole(pid: int, passage: Passage, count: Count) -> RecalledPassage:
+    """Passage ``pid`` recalled whole (its tokens count the line break after it)."""
+    line = recalled_line(passage.role, passage.text)
+    return RecalledPassage(pid, passage.role, line, count(line) + 1)

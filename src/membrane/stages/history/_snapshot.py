@@ -28,10 +28,10 @@ from typing import Any
 
 from membrane.errors import InvalidInputError
 from membrane.messages import HistoryVersion, group_units, prefix_digest
-from membrane.stages.history._cut import CutEvent, HistoryTracker, _unit_key
+from membrane.stages.history._cut import CutEvent, HistoryTracker, unit_key
 from membrane.stages.history._index import IndexLine
 from membrane.stages.history._passages import Passage, sentence_stems, stated_words
-from membrane.stages.history._recall import MAX_POSTINGS_SCANNED
+from membrane.stages.history._score import MAX_POSTINGS_SCANNED
 from membrane.stages.history._shared import Count
 from membrane.text.relevance import stem_letters
 from membrane.text.sketch import TermSketch
@@ -159,30 +159,13 @@ def read_snapshot(value: object) -> TrackerSnapshot:
     boundary = value.get("boundary")
     if boundary != -1:
         boundary = _count(boundary, "boundary")
-    last_events = value.get("last_events")
-    if not isinstance(last_events, list) or not all(
-        isinstance(row, list) and len(row) == 2 for row in last_events
-    ):
-        raise ValueError("last_events must be a list of two-item lists")
-    last = tuple(
-        CutEvent(_count(a, "last_events"), _count(b, "last_events")) for a, b in last_events
-    )
-    counter, digest, version = value.get("counter"), value.get("digest"), value.get("version")
-    if not isinstance(counter, str):
-        raise ValueError("counter must be a str")
-    if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
-        raise ValueError("digest must be 64 hex digits or null")
-    if version is not None and not isinstance(version, str):
-        version = _count(version, "version")
+    last = _cut_events(value.get("last_events"))
+    counter, digest, version = _identity(value)
     kept = tuple(
         (_count(a, "kept"), _count(b, "kept"), _count(t, "kept"))
         for a, b, t in _triples(value.get("kept"), "kept")
     )
-    lines = []
-    for unit, text, tokens in _triples(value.get("lines"), "lines"):
-        if not isinstance(text, str):
-            raise ValueError("an index line's text must be a str")
-        lines.append(IndexLine(_count(unit, "lines"), text, _count(tokens, "lines")))
+    lines = _index_lines(value.get("lines"))
     sketch = value.get("df")
     if not isinstance(sketch, str):
         raise ValueError("df must be a str")
@@ -217,6 +200,35 @@ def read_snapshot(value: object) -> TrackerSnapshot:
         digest=digest,
         version=version,
     )
+
+
+def _cut_events(value: object) -> tuple[CutEvent, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(row, list) and len(row) == 2 for row in value
+    ):
+        raise ValueError("last_events must be a list of two-item lists")
+    return tuple(CutEvent(_count(a, "last_events"), _count(b, "last_events")) for a, b in value)
+
+
+def _identity(value: dict[str, Any]) -> tuple[str, str | None, HistoryVersion | None]:
+    """The counter's name, the history's digest and the caller's version, checked."""
+    counter, digest, version = value.get("counter"), value.get("digest"), value.get("version")
+    if not isinstance(counter, str):
+        raise ValueError("counter must be a str")
+    if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
+        raise ValueError("digest must be 64 hex digits or null")
+    if version is not None and not isinstance(version, str):
+        version = _count(version, "version")
+    return counter, digest, version
+
+
+def _index_lines(value: object) -> list[IndexLine]:
+    lines = []
+    for unit, text, tokens in _triples(value, "lines"):
+        if not isinstance(text, str):
+            raise ValueError("an index line's text must be a str")
+        lines.append(IndexLine(_count(unit, "lines"), text, _count(tokens, "lines")))
+    return lines
 
 
 def _vouched(stored: HistoryVersion | None, version: HistoryVersion | None) -> bool:
@@ -259,7 +271,7 @@ def restore_tracker(
     tracker.bounds = bounds
     tracker.unit_tokens = [0] * cut + [t for _, _, t in snapshot.kept]
     tracker.unit_keys = [
-        _unit_key(messages[a:b]) if u == 0 or u >= cut else () for u, (a, b) in enumerate(bounds)
+        unit_key(messages[a:b]) if u == 0 or u >= cut else () for u, (a, b) in enumerate(bounds)
     ]
     tracker.cut = cut
     tracker.kept_tokens = snapshot.kept_tokens

@@ -1,0 +1,43 @@
+"""The typed spine's front: the compiler's settings and one compile's request.
+
+:class:`CompilerSettings` is checked once when a compiler is built; :func:`normalise` turns one
+compile's grouped arguments (:class:`CompileArgs`) into the :class:`CompileRequest` the stages
+read. See docs/architecture.md for the whole flow.
+"""
+
+from __future__ import annotations
+
+from membrane.request._checks import check_fraction, check_positive_int
+from membrane.request._offer import compress_offer, memory_pairs, normalise_offer, oversized_middle
+from membrane.request._request import (
+    DEFAULT_CONVERSATION,
+    AgentArgs,
+    CallOptions,
+    CompileArgs,
+    CompileRequest,
+    HistoryArgs,
+    MemoryArgs,
+    TurnArgs,
+    normalise,
+)
+from membrane.request._settings import CompilerSettings, Placement
+
+__all__ = [
+    "DEFAULT_CONVERSATION",
+    "AgentArgs",
+    "CallOptions",
+    "CompileArgs",
+    "CompileRequest",
+    "CompilerSettings",
+    "HistoryArgs",
+    "MemoryArgs",
+    "Placement",
+    "TurnArgs",
+    "check_fraction",
+    "check_positive_int",
+    "compress_offer",
+    "memory_pairs",
+    "normalise",
+    "normalise_offer",
+    "oversized_middle",
+]
