@@ -1,4 +1,4 @@
-# One entry point for newcomers and CI. Every target creates .venv and installs what it needs.
+# One entry point for newcomers and CI. Every target creates the environments it needs.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -28,7 +28,7 @@ ORACLE39 := .venv-oracle-3.9
 ORACLE39_STAMP := $(ORACLE39)/.installed-0.1.1
 
 # Our drop-in for that package (`import longform_memory`): a distribution of its own, built
-# from this folder and installed beside membrane-aol in .venv.
+# from the folder of that name and installed beside membrane-aol in .venv.
 DROPIN := membrane-longform-memory
 
 # `make dist` builds both distributions into dist/ and installs each wheel into fresh venvs
