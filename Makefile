@@ -39,7 +39,13 @@ DIST_STAMP := $(DIST_VENV)/.installed
 DIST_TOOLS := "build>=1.2" "twine>=6.1"
 DROPIN_ALONE := build/dist-envs/longform_memory-3.9/bin/python
 
-.PHONY: demo test lint typecheck bench clean system-deps oracle dist extras release-check
+# The SDK releases whose model-id literals the capability map is tested against; `make test`
+# installs exactly these, and `make check-models` (outside CI) tries the newest releases.
+SDK_PINS := constraints/sdks.txt
+NEWEST_SDKS := .venv-sdk-newest
+
+.PHONY: demo test lint typecheck bench clean system-deps oracle dist extras release-check \
+	check-models
 
 $(CORE_STAMP): pyproject.toml
 	@echo "==> creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version))"
@@ -48,10 +54,10 @@ $(CORE_STAMP): pyproject.toml
 	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e .
 	touch $(CORE_STAMP)
 
-$(STAMP): pyproject.toml $(DROPIN)/pyproject.toml $(CORE_STAMP)
+$(STAMP): pyproject.toml $(DROPIN)/pyproject.toml $(SDK_PINS) $(CORE_STAMP)
 	@echo "==> installing every extra, the dev tools and the drop-in into $(VENV) (a few minutes)"
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]" -e ./$(DROPIN)
+	$(BIN)/pip install --quiet -c $(SDK_PINS) -e ".[$(EXTRAS)]" -e ./$(DROPIN)
 	touch $(STAMP)
 
 $(CREWAI_STAMP): pyproject.toml
@@ -121,6 +127,15 @@ test: $(STAMP) $(CREWAI_STAMP) oracle system-deps lint typecheck extras dist
 bench: $(STAMP) oracle
 	$(BIN)/python -m benchmarks
 
+# Does the capability map resolve every model id of the newest openai, anthropic and
+# google-genai releases? Not part of `make test`: a new release must not fail CI overnight.
+check-models:
+	rm -rf $(NEWEST_SDKS)
+	$(PYTHON) -m venv $(NEWEST_SDKS)
+	$(NEWEST_SDKS)/bin/pip install --quiet --upgrade pip
+	$(NEWEST_SDKS)/bin/pip install --quiet -e . openai anthropic google-genai
+	$(NEWEST_SDKS)/bin/python scripts/sdk_model_ids.py --newest
+
 clean:
-	rm -rf $(VENV) $(CREWAI_VENV) $(ORACLE) $(ORACLE39) $(DIST_VENV) build dist .pytest_cache .mypy_cache \
-		.ruff_cache
+	rm -rf $(VENV) $(CREWAI_VENV) $(ORACLE) $(ORACLE39) $(DIST_VENV) $(NEWEST_SDKS) build dist \
+		.pytest_cache .mypy_cache .ruff_cache

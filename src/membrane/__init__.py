@@ -14,6 +14,7 @@ from __future__ import annotations
 from membrane.backend import CompilerPool, compile_prompt_async, compile_prompt_payload
 from membrane.capabilities import (
     CachePricing,
+    ModelLimits,
     get_cache_pricing,
     get_context_cap_for_model,
     get_token_scale,
@@ -68,6 +69,7 @@ from membrane.records import (
     SemanticMemory,
     load_kernel_memory_json_schema,
 )
+from membrane.report import CompileReport
 from membrane.stages.firewall import PreFlightContextFirewall
 from membrane.stages.glaciator import GlaciatedPrompt, glaciate
 from membrane.stages.layout import ContextLayoutEngine
@@ -91,6 +93,7 @@ __all__ = [
     "TIER_SEMANTIC",
     "CachePricing",
     "CompileMetrics",
+    "CompileReport",
     "CompileResult",
     "CompilerPool",
     "ContextCompiler",
@@ -107,6 +110,7 @@ __all__ = [
     "MembraneError",
     "MemoryCollisionError",
     "MemoryItem",
+    "ModelLimits",
     "PreFlightAnalyst",
     "PreFlightContextFirewall",
     "ProceduralMemory",

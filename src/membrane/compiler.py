@@ -13,6 +13,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from membrane import config
+from membrane.capabilities import ModelLimits
 from membrane.messages import CheckedPrefix, HistoryVersion, Message
 from membrane.profile import Watch, start_watch
 from membrane.records import TextCapSetting
@@ -107,6 +108,7 @@ class ContextCompiler:
         state_namespace: str | None = None,
         token_counter: TokenCounter | None = None,
         memory_text_max_chars: TextCapSetting = None,
+        model_limits: ModelLimits | None = None,
     ) -> None:
         self.settings = CompilerSettings.build(
             max_tokens=max_tokens,
@@ -126,6 +128,7 @@ class ContextCompiler:
             token_scale=token_scale,
             preflight_analyst_model=preflight_analyst_model,
             memory_text_max_chars=memory_text_max_chars,
+            model_limits=model_limits,
         )
         self.embedder = embedder
         self.metrics_callback = metrics_callback

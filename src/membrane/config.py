@@ -80,7 +80,7 @@ def max_cacheable_prefix_tokens() -> int:
 
 
 def capability_map_path() -> str | None:
-    """Path of a capability map that replaces the bundled one, if set."""
+    """Path of a capability map merged over the bundled one, if set."""
     return os.environ.get("LLM_CAPABILITY_MAP_PATH") or None
 
 

@@ -221,6 +221,7 @@ def _agent_report(
         images_unsized=images.unsized,
         reserve_output_tokens=agent.reserve,
         context_window=agent.window,
+        reserve_output_default=agent.reserve_default,
     )
 
 

@@ -64,7 +64,7 @@ def test_reference_examples() -> None:
         ("anthropic.claude-haiku-5-5", "anthropic/claude-haiku-5.5"),
         ("anthropic/claude-opus-4.6:thinking", "anthropic/claude-opus-4.6"),
         ("claude-fable-5-1", "anthropic/claude-fable-5.1"),
-        ("claude-fable", "anthropic/claude-fable-5.1"),
+        ("claude-fable", "anthropic/claude-fable-5.2"),
         ("claude-opus-7", "anthropic/claude-opus-5.5"),
         ("gemini-3-pro-preview", "google/gemini-3-pro-preview"),
         ("ollama/llama3.1:8b", "llama3.1:8b"),
@@ -207,7 +207,9 @@ def _write(path: Path, data: Any, mtime_ns: int | None = None) -> None:
         os.utime(path, ns=(mtime_ns, mtime_ns))
 
 
-def test_replacement_map(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_user_map_merges_over_the_bundled_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "caps.json"
     _write(
         path,
@@ -220,10 +222,12 @@ def test_replacement_map(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("LLM_CAPABILITY_MAP_PATH", str(path))
     assert get_context_cap_for_model("model-x") == 50_000
     assert has_prompt_caching("ACME/model-x")
-    assert get_cache_pricing("model-x") is None  # no cache_pricing section
+    assert get_cache_pricing("model-x") is None  # no cache_pricing entry
     assert get_token_scale("model-x") == 1.0
     assert resolve_model_id("claude-3-5-haiku-20241022") == "anthropic/claude-3.5-haiku"
-    assert resolve_model_id(_unique("gpt-4o")) is None  # the bundled map is replaced
+    # Every bundled model is still there.
+    assert get_context_cap_for_model("gpt-4o") == 128_000
+    assert get_cache_pricing("claude-opus-5-5") == CachePricing("marked", 1.25, 0.05, 512)
     assert load_capability_map()["context_caps"]["acme/model-x"] == 50_000
 
     # A changed file is read again.
@@ -236,11 +240,63 @@ def test_replacement_map(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert not has_prompt_caching("model-x")
 
 
+def test_an_entry_replaces_one_model_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "caps.json"
+    _write(path, {"context_caps": {"openai/gpt-4o": 64_000}})
+    monkeypatch.setenv("LLM_CAPABILITY_MAP_PATH", str(path))
+    found = get_model_capabilities("gpt-4o-2024-08-06")
+    # The bundled gpt-4o (caching, its pricing, its 16,384 output limit) is gone with it.
+    assert (found.context_cap, found.prompt_caching, found.cache_pricing) == (64_000, False, None)
+    assert found.max_output_tokens is None
+    assert get_context_cap_for_model("gpt-4o-mini") == 128_000  # its neighbour is untouched
+
+
+def test_remove_drops_bundled_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "caps.json"
+    _write(path, {"remove": ["openai/gpt-4o", "X-AI/Grok-4"]})
+    monkeypatch.setenv("LLM_CAPABILITY_MAP_PATH", str(path))
+    assert resolve_model_id(_unique("gpt-4o")) is None
+    assert resolve_model_id("gpt-4o") is None
+    assert resolve_model_id("x-ai/grok-4") is None
+    assert resolve_model_id("gpt-4o-mini") == "openai/gpt-4o-mini"
+    assert "openai/gpt-4o" not in load_capability_map()["models"]
+
+
+def test_replace_bundled_keeps_the_user_map_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "caps.json"
+    _write(
+        path,
+        {
+            "replace_bundled": True,
+            "capabilities": {"acme/model-x": {"prompt_caching": False}},
+            "context_caps": {"acme/model-x": 8_000},
+        },
+    )
+    monkeypatch.setenv("LLM_CAPABILITY_MAP_PATH", str(path))
+    assert get_context_cap_for_model("model-x") == 8_000
+    assert resolve_model_id("gpt-4o") is None
+
+
+def test_user_rules_merge_key_by_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "caps.json"
+    _write(path, {"reasoning": {"openai": {"reserve": 40_000}}})
+    monkeypatch.setenv("LLM_CAPABILITY_MAP_PATH", str(path))
+    assert get_model_capabilities("o3").reasoning_reserve == 40_000
+    assert get_model_capabilities("gemini-2.5-pro").reasoning_reserve == 65_536
+
+
 @pytest.mark.parametrize(
     ("content", "problem"),
     [
-        ({"capabilities": {}}, "context_caps"),
-        ({"context_caps": {}}, "capabilities"),
+        ({"token_scale": {"acme/x": 1.2}}, "'acme/x' has no 'capabilities' or 'context_caps'"),
+        ({"remove": "openai/gpt-4o"}, "remove must be a list"),
+        ({"remove": ["openai/gpt-9000"]}, "openai/gpt-9000"),
+        ({"replace_bundled": "yes"}, "replace_bundled"),
+        ({"capabilities": {"m": {"reasoning": "yes"}}}, "reasoning"),
+        ({"reasoning": {"openai": {"reserve": 0}}}, "reasoning['openai'].reserve"),
+        ({"context_caps": {"m": 10}, "max_input_tokens": {"m": -1}}, "max_input_tokens"),
         ("{not json", "not valid JSON"),
         ([1, 2], "top level"),
         ({"capabilities": {}, "context_caps": {"m": -5}}, "positive integer"),
@@ -255,7 +311,7 @@ def test_replacement_map(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
             },
             "mode",
         ),
-        ({"capabilities": {}, "context_caps": {}, "token_scale": {"m": 0}}, "token_scale"),
+        ({"capabilities": {"m": {}}, "context_caps": {}, "token_scale": {"m": 0}}, "token_scale"),
     ],
 )
 def test_malformed_map(

@@ -90,12 +90,25 @@ def _compile(model: str, history: list[dict[str, Any]], **kwargs: Any) -> Any:
 
 
 def test_openai_request_is_a_valid_chat_completion_with_tools_images_and_cap() -> None:
-    result = _compile("gpt-4o", _openai_history(), tools=TOOLS)
+    result = _compile("gpt-4o", _openai_history(), tools=TOOLS, reserve_output_tokens=2_000)
     request = openai_request(result, model="gpt-4o")
     openai_chat().validate_python(request)
     assert [t["function"]["name"] for t in request["tools"]] == [f"tool_{i}" for i in range(5)]
-    assert request["max_completion_tokens"] == result.metadata["reserve_output_tokens"] == 12_800
+    assert request["max_completion_tokens"] == result.metadata["reserve_output_tokens"] == 2_000
+    assert result.metadata["reserve_output_default"] is False
     assert result.metadata["images"] == 2 and result.metadata["images_unsized"] == 1
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-5.1", "o3", "gpt-6.2-sol"])
+def test_the_default_reserve_shapes_the_budget_but_is_not_sent(model: str) -> None:
+    result = _compile(model, _openai_history(), tools=TOOLS)
+    md = result.metadata
+    assert md["reserve_output_default"] is True
+    assert md["reserve_output_tokens"] == {"gpt-4o": 12_800}.get(model, 25_000)
+    assert md["token_count"] + md["reserve_output_tokens"] <= md["context_window"]
+    request = openai_request(result, model=model)
+    openai_chat().validate_python(request)
+    assert "max_completion_tokens" not in request and "max_tokens" not in request
 
 
 def test_openai_caller_settings_win() -> None:
@@ -112,7 +125,10 @@ def test_anthropic_request_is_valid_with_tools_first_and_marked(
 ) -> None:
     result = _compile("claude-sonnet-4-5", history, tools=TOOLS)
     request = anthropic_request(result)
-    anthropic_messages().validate_python({"model": "claude-sonnet-4-5", **request})
+    # The seed's form: the caller's model and max_tokens, then the builder's fields.
+    anthropic_messages().validate_python(
+        {"model": "claude-sonnet-4-5", "max_tokens": 1024, **request}
+    )
     assert next(k for k in request if k != "model") == "tools"
     assert [t["name"] for t in request["tools"]] == [f"tool_{i}" for i in range(5)]
     assert request["tools"][-1]["cache_control"] == {"type": "ephemeral"}
@@ -123,16 +139,25 @@ def test_anthropic_request_is_valid_with_tools_first_and_marked(
         for block in part
     )
     assert 1 + markers <= 4
-    assert request["max_tokens"] == 16_384
+    assert "max_tokens" not in request  # the default reserve (16,384) is not sent
+    assert result.metadata["reserve_output_tokens"] == 16_384
     assert anthropic_request(result, max_tokens=1000)["max_tokens"] == 1000
+    named = _compile("claude-sonnet-4-5", history, tools=TOOLS, reserve_output_tokens=3_000)
+    assert anthropic_request(named)["max_tokens"] == 3_000
+    assert anthropic_request(named, max_tokens=1000)["max_tokens"] == 1000
 
 
 def test_anthropic_tools_below_the_minimum_are_not_marked() -> None:
     small = [{"name": "ping", "description": "Ping.", "input_schema": {"type": "object"}}]
     result = _compile("claude-sonnet-4-5", _anthropic_history(), tools=small)
-    request = anthropic_request(result)
+    request = anthropic_request(result, max_tokens=512)
     anthropic_messages().validate_python({"model": "claude-sonnet-4-5", **request})
     assert "cache_control" not in request["tools"][0]
+    # Anthropic requires max_tokens: a bare spread of a result without a named reserve is refused.
+    with pytest.raises(ValidationError, match="max_tokens"):
+        anthropic_messages().validate_python(
+            {"model": "claude-sonnet-4-5", **anthropic_request(result)}
+        )
 
 
 def test_the_strict_validator_rejects_what_the_api_would() -> None:
@@ -145,6 +170,11 @@ def test_the_strict_validator_rejects_what_the_api_would() -> None:
 
 def test_gemini_and_bedrock_carry_tools_and_the_cap() -> None:
     result = _compile("gemini-3-pro-preview", _openai_history(), tools=TOOLS)
+    assert "generationConfig" not in gemini_request(result)  # no cap asked for
+    assert result.metadata["reserve_output_tokens"] == 65_536  # Gemini thinks by default
+    result = _compile(
+        "gemini-3-pro-preview", _openai_history(), tools=TOOLS, reserve_output_tokens=16_384
+    )
     request = gemini_request(result)
     check_gemini_body(request)
     declared = request["tools"][0]["functionDeclarations"]
@@ -158,7 +188,12 @@ def test_gemini_and_bedrock_carry_tools_and_the_cap() -> None:
     tools = converse["toolConfig"]["tools"]
     assert tools[0]["toolSpec"]["inputSchema"] == {"json": SCHEMA}
     assert tools[-1] == {"cachePoint": {"type": "default"}}
-    assert converse["inferenceConfig"] == {"maxTokens": 16_384}
+    assert "inferenceConfig" not in converse
+    assert bedrock_converse_request(result, max_tokens=900)["inferenceConfig"] == {"maxTokens": 900}
+    named = _compile(
+        "anthropic.claude-sonnet-4-5-20250929-v1:0", history, tools=TOOLS, reserve_output_tokens=700
+    )
+    assert bedrock_converse_request(named)["inferenceConfig"] == {"maxTokens": 700}
 
 
 def test_the_gemini_and_bedrock_checks_refuse_misplaced_keys() -> None:

@@ -129,6 +129,21 @@ def test_prompt_and_reserve_fit_the_window(max_tokens: int, reserve: int | None)
     assert md["context_window"] == 128_000
     assert md["tokens_budget"] == min(max_tokens, 128_000 - expected)
     assert md["tokens_budget"] + expected <= 128_000
+    assert md["reserve_output_default"] is (reserve is None)
+
+
+@given(
+    max_tokens=st.integers(1000, 2_000_000), reserve=st.one_of(st.none(), st.integers(0, 127_999))
+)
+def test_reasoning_models_keep_room_for_thinking_and_their_input_limit(
+    max_tokens: int, reserve: int | None
+) -> None:
+    md = ContextCompiler(max_tokens, "gpt-5.1").compile([], "Hi", reserve_output_tokens=reserve)
+    md = md.metadata
+    expected = 25_000 if reserve is None else reserve  # OpenAI's reasoning reserve
+    assert md["reserve_output_tokens"] == expected
+    assert md["tokens_budget"] == min(max_tokens, 400_000 - expected, 272_000)
+    assert md["tokens_budget"] + expected <= md["context_window"] == 400_000
 
 
 def test_default_reserve_is_the_models_maximum_output_when_smaller() -> None:

@@ -1,15 +1,22 @@
 """What Membrane knows about each model: context cap, prompt caching, cache prices, token scale.
 
-The figures come from ``llm_capabilities.json`` shipped with the package, or from the JSON file
-named by ``LLM_CAPABILITY_MAP_PATH``, which replaces it. The file is read on first lookup and
-again whenever it changes on disk.
+The figures come from ``llm_capabilities.json`` shipped with the package, with the JSON file
+named by ``LLM_CAPABILITY_MAP_PATH`` merged over it (a model it names replaces that model; its
+``remove`` list drops models). The files are read on first lookup and again whenever the user
+file changes on disk. A caller's :class:`ModelLimits` win over both.
 """
 
 from __future__ import annotations
 
+from membrane.capabilities._limits import (
+    DEFAULT_RESERVE_CEILING,
+    DEFAULT_RESERVE_SHARE,
+    ModelCapabilities,
+    ModelLimits,
+)
 from membrane.capabilities._lookup import (
     CachePricing,
-    ModelCapabilities,
+    default_output_reserve,
     get_cache_pricing,
     get_context_cap_for_model,
     get_model_capabilities,
@@ -21,8 +28,12 @@ from membrane.capabilities._lookup import (
 )
 
 __all__ = [
+    "DEFAULT_RESERVE_CEILING",
+    "DEFAULT_RESERVE_SHARE",
     "CachePricing",
     "ModelCapabilities",
+    "ModelLimits",
+    "default_output_reserve",
     "get_cache_pricing",
     "get_context_cap_for_model",
     "get_model_capabilities",

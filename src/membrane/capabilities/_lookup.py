@@ -5,26 +5,35 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import replace
 from importlib import resources
 from typing import Any
 
 from membrane import config
+from membrane.capabilities._limits import (
+    DEFAULT_RESERVE_CEILING,
+    DEFAULT_RESERVE_SHARE,
+    ModelCapabilities,
+    ModelLimits,
+)
 from membrane.capabilities._parse import (
     SNAPSHOT_SUFFIXES,
     CachePricing,
     Match,
     ParsedMap,
     claude_version,
+    family_of,
     map_error,
+    merge_maps,
     parse_map,
 )
 
 __all__ = [
     "CachePricing",
-    "ModelCapabilities",
+    "default_output_reserve",
     "get_cache_pricing",
     "get_context_cap_for_model",
     "get_model_capabilities",
@@ -53,6 +62,23 @@ _PROVIDER_MARKS = (
 )
 
 
+def _read_json(path: str | None) -> tuple[object, str]:
+    if path is None:
+        text = resources.files(__package__).joinpath(_BUNDLED_NAME).read_text("utf-8")
+        where = f"(bundled {_BUNDLED_NAME})"
+    else:
+        where = path
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise map_error(path, f"cannot read it ({exc.strerror})") from None
+    try:
+        return json.loads(text), where
+    except json.JSONDecodeError as exc:
+        raise map_error(where, f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
 def _current() -> ParsedMap:
     path = config.capability_map_path()
     if path is None:
@@ -69,21 +95,16 @@ def _current() -> ParsedMap:
         parsed = _cache.get(key)
         if parsed is not None:
             return parsed
+        bundled = _cache.get(("<bundled>", 0, 0))
+        if bundled is None:
+            raw, where = _read_json(None)
+            bundled = parse_map(raw, where)
+            _cache[("<bundled>", 0, 0)] = bundled
         if path is None:
-            text = resources.files(__package__).joinpath(_BUNDLED_NAME).read_text("utf-8")
-            where = f"(bundled {_BUNDLED_NAME})"
-        else:
-            where = path
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    text = fh.read()
-            except OSError as exc:
-                raise map_error(path, f"cannot read it ({exc.strerror})") from None
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise map_error(where, f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        parsed = parse_map(raw, where)
+            return bundled
+        user, where = _read_json(path)
+        # The user map lies over the bundled one: a model it names replaces that model.
+        parsed = parse_map(merge_maps(copy.deepcopy(bundled.raw), user, where), where)
         # Keep only the newest version of a user map; the bundled one never changes.
         for stale in [k for k in _cache if k[0] == key[0]]:
             del _cache[stale]
@@ -92,10 +113,11 @@ def _current() -> ParsedMap:
 
 
 def load_capability_map() -> dict[str, Any]:
-    """The capability map in use: the bundled one, or the file named by LLM_CAPABILITY_MAP_PATH.
+    """The capability map in use: the bundled one, with the file named by
+    ``LLM_CAPABILITY_MAP_PATH`` merged over it when that is set.
 
     Returns a copy; editing it changes nothing. Raises :class:`InvalidInputError` when the file
-    is missing, is not JSON, or lacks the ``capabilities`` / ``context_caps`` sections.
+    is missing, is not JSON, or holds an entry that does not parse.
     """
     return copy.deepcopy(_current().raw)
 
@@ -150,8 +172,41 @@ def _resolve(parsed: ParsedMap, model_id: str) -> Match | None:
         if exact is not None:
             return Match(exact)
         eligible = [k for v, k in listed if v <= version]
-        return Match(eligible[-1] if eligible else listed[0][1], family, version)
+        return Match(eligible[-1] if eligible else listed[0][1], family, version, "claude")
+    for cand in candidates:
+        kin = family_of(cand.rsplit("/", 1)[-1])
+        if kin is not None:
+            return _family_match(parsed, *kin)
     return None
+
+
+def _family_match(
+    parsed: ParsedMap, family: str, version: tuple[int, int] | None, kind: str
+) -> Match | None:
+    """The newest listed model of ``family`` at or below ``version`` (GPT, o-series, Gemini).
+
+    Unlike Claude's, a version older than every listed one does not resolve: those names
+    belong to retired generations (gpt-4, gpt-3.5-turbo, gemini-1.5-flash).
+    """
+    listed = list(parsed.families.get(family, ()))
+    if kind == "gpt" and family == "gpt":
+        # OpenAI routes the bare gpt-5.6 alias to GPT-5.6 Sol; Sol is the unsuffixed tier.
+        listed = sorted(listed + list(parsed.families.get("gpt-sol", ())))
+    if not listed and kind == "gemini" and version is not None:
+        # A tier the map does not list (a new Gemini 4 name) takes its generation's newest.
+        listed = sorted(
+            entry
+            for name, entries in parsed.families.items()
+            if name.startswith("gemini-")
+            for entry in entries
+            if entry[0][0] == version[0]
+        )
+    if not listed:
+        return None
+    if version is None:
+        return Match(listed[-1][1], family, None, kind)
+    eligible = [k for v, k in listed if v <= version]
+    return Match(eligible[-1], family, version, kind) if eligible else None
 
 
 def _lookup(model_id: str | None) -> tuple[ParsedMap, Match | None]:
@@ -184,8 +239,9 @@ def _lookup(model_id: str | None) -> tuple[ParsedMap, Match | None]:
 def resolve_model_id(model_id: str | None) -> str | None:
     """The capability-map key whose figures apply to ``model_id``, or None for unknown models.
 
-    Case, a missing provider prefix and snapshot suffixes are ignored. A Claude id that is not
-    listed resolves to the newest listed model of its family at or below its version.
+    Case, a missing provider prefix and snapshot suffixes are ignored. A Claude, GPT, o-series
+    or Gemini id that is not listed resolves to the newest listed model of its family at or
+    below its version (docs/providers.md lists the families).
 
     >>> resolve_model_id("gpt-4o-2024-08-06")
     'openai/gpt-4o'
@@ -197,8 +253,8 @@ def resolve_model_id(model_id: str | None) -> str | None:
 def provider_model_id(model_id: str | None, provider: str) -> str | None:
     """The name ``provider``'s API takes for ``model_id``, when the map gives exactly one.
 
-    None for unknown models, for Claude ids matched only by family (``claude-opus-7`` is not
-    Opus 5.5), and for models the map lists no ``api_ids[provider]`` for.
+    None for unknown models, for ids matched only by family (``claude-opus-7`` is not Opus
+    5.5, ``gpt-5.3`` is not GPT-5.2), and for models the map lists no ``api_ids[provider]`` for.
 
     >>> provider_model_id("anthropic/claude-opus-5.5", "anthropic")
     'claude-opus-5-5'
@@ -210,32 +266,67 @@ def provider_model_id(model_id: str | None, provider: str) -> str | None:
     return None if info is None else dict(info.api_ids).get(provider)
 
 
-@dataclass(frozen=True, slots=True)
-class ModelCapabilities:
-    """What the capability map says about one model, from a single lookup."""
-
-    context_cap: int | None
-    prompt_caching: bool
-    cache_pricing: CachePricing | None
-    max_output_tokens: int | None = None
-    provider: str | None = None
-
-
-def get_model_capabilities(model_id: str | None) -> ModelCapabilities:
+def get_model_capabilities(
+    model_id: str | None, limits: ModelLimits | None = None
+) -> ModelCapabilities:
     """:func:`get_context_cap_for_model`, :func:`has_prompt_caching` and
     :func:`get_cache_pricing` of ``model_id`` at once (one lookup, for per-request code).
 
+    ``limits`` (the caller's window, output limit or reasoning flag) win over the map's
+    figures, and give an unknown model (or no model id) a window.
+
     >>> get_model_capabilities("openai/gpt-4o").context_cap
     128000
+    >>> get_model_capabilities("gpt-4o", ModelLimits(context_window=32_000)).context_cap
+    32000
     """
+    if limits is not None and not isinstance(limits, ModelLimits):
+        raise TypeError(f"limits must be a ModelLimits, got {type(limits).__name__}")
     parsed, match = _lookup(model_id)
-    return ModelCapabilities(
+    provider = _provider(match.key if match is not None else model_id)
+    reasoning = match is not None and match.key in parsed.reasoning
+    found = ModelCapabilities(
         _context_cap(parsed, match),
         _caching(parsed, match),
         _pricing(parsed, match),
         None if match is None else parsed.max_outputs.get(match.key),
-        _provider(match.key if match is not None else model_id),
+        provider,
+        None if match is None else parsed.max_inputs.get(match.key),
+        reasoning,
+        None if provider is None else parsed.reasoning_reserve.get(provider),
     )
+    if limits is None:
+        return found
+    return replace(
+        found,
+        context_cap=limits.context_window or found.context_cap,
+        max_output_tokens=limits.max_output_tokens or found.max_output_tokens,
+        reasoning=found.reasoning if limits.reasoning is None else limits.reasoning,
+    )
+
+
+def default_output_reserve(capabilities: ModelCapabilities | None) -> int | None:
+    """The room kept for the answer when the caller names none; None without a known window.
+
+    A tenth of the window, at most :data:`DEFAULT_RESERVE_CEILING`; for a model that reasons
+    by default, at least its provider's reasoning reserve (thinking counts against the output
+    cap); never more than the model's maximum output.
+
+    >>> default_output_reserve(get_model_capabilities("gpt-4o"))
+    12800
+    >>> default_output_reserve(get_model_capabilities("o3"))
+    25000
+    """
+    window = None if capabilities is None else capabilities.context_cap
+    if capabilities is None or window is None:
+        return None
+    reserve = min(math.ceil(window * DEFAULT_RESERVE_SHARE), DEFAULT_RESERVE_CEILING)
+    if capabilities.reasoning and capabilities.reasoning_reserve:
+        reserve = max(reserve, capabilities.reasoning_reserve)
+    most = capabilities.max_output_tokens
+    reserve = min(reserve, most) if most else reserve
+    # However small a window the caller passes, the prompt keeps at least half of it.
+    return min(reserve, window // 2)
 
 
 def _provider(name: str | None) -> str | None:
@@ -279,7 +370,7 @@ def _context_cap(parsed: ParsedMap, match: Match | None) -> int | None:
     if match is None:
         return None
     cap = parsed.caps.get(match.key)
-    if match.family is not None and match.version is not None:
+    if match.kind == "claude" and match.family is not None and match.version is not None:
         threshold = parsed.long_context_from.get(match.family)
         if threshold is not None and match.version >= threshold:
             return parsed.long_context_cap or cap
@@ -306,7 +397,7 @@ def get_token_scale(model_id: str | None) -> float:
     if match is None:
         return 1.0
     scale = parsed.scales.get(match.key, 1.0)
-    if match.version is not None:
+    if match.kind == "claude" and match.version is not None:
         for since, stepped in parsed.scale_from:
             if match.version >= since:
                 scale = stepped

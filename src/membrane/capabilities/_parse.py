@@ -12,13 +12,16 @@ from membrane.errors import InvalidInputError
 __all__ = [
     "CLAUDE_NEW",
     "CLAUDE_OLD",
+    "MODEL_SECTIONS",
     "SNAPSHOT_SUFFIXES",
     "CachePricing",
     "Match",
     "ModelInfo",
     "ParsedMap",
     "claude_version",
+    "family_of",
     "map_error",
+    "merge_maps",
     "parse_map",
 ]
 
@@ -34,11 +37,35 @@ SNAPSHOT_SUFFIXES = (
 )
 # claude-opus-4-6, claude-opus-4.6, claude-opus-5, claude-fable (any region/vendor prefix).
 CLAUDE_NEW = re.compile(
-    r"(?:^|[./])claude-(opus|sonnet|haiku|fable)(?:-(\d{1,2})(?:[-.](\d{1,2}))?)?(?::[\w-]+)?$"
+    r"(?:^|[./])claude-(opus|sonnet|haiku|fable|mythos)"
+    r"(?:-(\d{1,2})(?:[-.](\d{1,2}))?)?(?::[\w-]+)?$"
 )
 # The older naming: claude-3-5-haiku, claude-3.5-sonnet.
 CLAUDE_OLD = re.compile(
-    r"(?:^|[./])claude-(\d{1,2})(?:[-.](\d{1,2}))?-(opus|sonnet|haiku|fable)(?::[\w-]+)?$"
+    r"(?:^|[./])claude-(\d{1,2})(?:[-.](\d{1,2}))?-(opus|sonnet|haiku|fable|mythos)(?::[\w-]+)?$"
+)
+# gpt-5.4-mini, gpt-6.1-sol, gpt-5 (not gpt-4o, whose "o" is part of the name, nor gpt-oss).
+_GPT = re.compile(r"gpt-(\d{1,2})(?:\.(\d{1,2}))?(?:-([a-z][a-z-]*))?")
+# o3, o4-mini, o1-preview.
+_O_SERIES = re.compile(r"o(\d{1,2})(?:-([a-z][a-z-]*))?")
+# gemini-3.1-pro-preview, gemini-2.5-flash-lite, gemini-4-argon; the rest is checked below.
+_GEMINI = re.compile(r"gemini-(\d{1,2})(?:\.(\d{1,2}))?-(flash-lite|[a-z]+)((?:-[a-z0-9]+)*)")
+_GEMINI_ALIAS = re.compile(r"gemini-(flash-lite|flash|pro)-latest")
+# Name parts that mark a release of the same model (a preview, a numbered snapshot), as opposed
+# to a different model (an image, speech or live variant, which must be listed to resolve).
+_GEMINI_RELEASE_PARTS = frozenset({"preview", "exp", "latest", "customtools"})
+
+#: Sections keyed by model id. A model named in any of them in a user map replaces the bundled
+#: model of that id whole.
+MODEL_SECTIONS = (
+    "capabilities",
+    "context_caps",
+    "cache_pricing",
+    "token_scale",
+    "max_output_tokens",
+    "max_input_tokens",
+    "models",
+    "notes",
 )
 
 
@@ -65,14 +92,18 @@ class ModelInfo:
     source_updated: str
     # provider ("openai", "anthropic", "gemini", ...) -> the model name that API takes
     api_ids: tuple[tuple[str, str], ...] = ()
+    # True when ``source`` is not the provider's own page (a gateway or catalogue).
+    secondary: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Match:
     key: str
-    # Set when a Claude id matched a listed model of its family but not its exact version.
+    # Set when an id matched a listed model of its family but not by name: the family
+    # ("opus", "gpt-mini", "gemini-flash"), the version asked for, and the naming scheme.
     family: str | None = None
     version: tuple[int, int] | None = None
+    kind: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +121,14 @@ class ParsedMap:
     long_context_from: dict[str, tuple[int, int]]
     scale_from: tuple[tuple[tuple[int, int], float], ...]
     models: dict[str, ModelInfo] = dataclasses.field(default_factory=dict)
+    max_inputs: dict[str, int] = dataclasses.field(default_factory=dict)
+    # Models that reason (think) before answering by default, and the reserve per provider.
+    reasoning: frozenset[str] = frozenset()
+    reasoning_reserve: dict[str, int] = dataclasses.field(default_factory=dict)
+    # family -> ((version, key), ...) oldest first, for GPT, o-series and Gemini ids.
+    families: dict[str, tuple[tuple[tuple[int, int], str], ...]] = dataclasses.field(
+        default_factory=dict
+    )
     # Model ids already resolved against this map (a compile asks several times).
     resolved: dict[str, Match | None] = dataclasses.field(
         default_factory=dict, compare=False, repr=False
@@ -115,6 +154,36 @@ def claude_version(name: str) -> tuple[str, tuple[int, int] | None, bool] | None
     return family, (int(major), int(minor or 0)), current
 
 
+def family_of(name: str) -> tuple[str, tuple[int, int] | None, str] | None:
+    """Family, version and naming scheme of a GPT, o-series or Gemini id (a bare name).
+
+    ``gpt-5.4-mini`` -> ``("gpt-mini", (5, 4), "gpt")``; ``gemini-flash-latest`` ->
+    ``("gemini-flash", None, "gemini")``. None for names of another kind, and for Gemini
+    variants that are other models (image, speech, live).
+    """
+    m = _GPT.fullmatch(name)
+    if m:
+        variant = m.group(3)
+        family = "gpt" if variant is None else f"gpt-{variant}"
+        return family, (int(m.group(1)), int(m.group(2) or 0)), "gpt"
+    m = _O_SERIES.fullmatch(name)
+    if m:
+        family = "o" if m.group(2) is None else f"o-{m.group(2)}"
+        return family, (int(m.group(1)), 0), "o"
+    m = _GEMINI_ALIAS.fullmatch(name)
+    if m:
+        return f"gemini-{m.group(1)}", None, "gemini"
+    m = _GEMINI.fullmatch(name)
+    if m:
+        tier, rest = m.group(3), m.group(4)
+        parts = [p for p in rest.split("-") if p]
+        if tier == "flash" and parts[:1] == ["lite"]:
+            tier, parts = "flash-lite", parts[1:]
+        if all(p in _GEMINI_RELEASE_PARTS or p.isdigit() for p in parts):
+            return f"gemini-{tier}", (int(m.group(1)), int(m.group(2) or 0)), "gemini"
+    return None
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -136,15 +205,21 @@ def parse_map(raw: object, where: str) -> ParsedMap:
     }
     scales = _parse_scales(sections["token_scale"], where)
     max_outputs = _parse_max_outputs(sections["max_output_tokens"], where)
+    max_inputs = _parse_max_outputs(sections["max_input_tokens"], where, "max_input_tokens")
     long_cap, long_from, scale_from = _parse_claude_rules(raw.get("claude_families", {}), where)
     known = frozenset(caching) | frozenset(caps)
     by_bare: dict[str, str] = {}
     families: dict[str, list[tuple[tuple[int, int], str]]] = {}
+    others: dict[str, list[tuple[tuple[int, int], str]]] = {}
     for key in sorted(known):
-        by_bare.setdefault(key.rsplit("/", 1)[-1], key)
+        bare = key.rsplit("/", 1)[-1]
+        by_bare.setdefault(bare, key)
         claude = claude_version(key)
         if claude is not None and claude[1] is not None:
             families.setdefault(claude[0], []).append((claude[1], key))
+        found = family_of(bare)
+        if found is not None and found[1] is not None:
+            others.setdefault(found[0], []).append((found[1], key))
     return ParsedMap(
         raw=raw,
         known=known,
@@ -159,7 +234,77 @@ def parse_map(raw: object, where: str) -> ParsedMap:
         long_context_from=long_from,
         scale_from=scale_from,
         models=_parse_models(raw.get("models", {}), where),
+        max_inputs=max_inputs,
+        reasoning=frozenset(k for k, e in sections["capabilities"].items() if _reasons(e)),
+        reasoning_reserve=_parse_reasoning(raw.get("reasoning", {}), where),
+        families={f: tuple(sorted(v)) for f, v in others.items()},
     )
+
+
+def _reasons(entry: object) -> bool:
+    return isinstance(entry, dict) and entry.get("reasoning") is True
+
+
+def _parse_reasoning(section: object, where: str) -> dict[str, int]:
+    """``reasoning``: per provider, the default output reserve of a model that thinks."""
+    if not isinstance(section, dict):
+        raise map_error(where, "section 'reasoning' must be an object keyed by provider")
+    out: dict[str, int] = {}
+    for provider, rule in section.items():
+        reserve = rule.get("reserve") if isinstance(rule, dict) else None
+        if not isinstance(reserve, int) or isinstance(reserve, bool) or reserve <= 0:
+            raise map_error(where, f"reasoning[{provider!r}].reserve must be a positive integer")
+        out[str(provider).lower()] = reserve
+    return out
+
+
+def merge_maps(bundled: dict[str, Any], user: object, where: str) -> dict[str, Any]:
+    """The bundled map with a user map laid over it, one model at a time.
+
+    A model the user map names in any model section replaces the bundled model of that id
+    (all of its sections); ``remove`` lists ids to drop; ``claude_families`` and ``reasoning``
+    rules are merged key by key; ``"replace_bundled": true`` keeps the user map alone.
+    """
+    if not isinstance(user, dict):
+        raise map_error(where, "the top level must be a JSON object")
+    if user.get("replace_bundled") is True:
+        return user
+    if "replace_bundled" in user and user["replace_bundled"] is not False:
+        raise map_error(where, "replace_bundled must be true or false")
+    remove = user.get("remove", [])
+    if not isinstance(remove, list) or not all(isinstance(k, str) for k in remove):
+        raise map_error(where, "remove must be a list of model ids")
+    sections: dict[str, dict[str, Any]] = {}
+    for name in MODEL_SECTIONS:
+        section = user.get(name, {})
+        if not isinstance(section, dict):
+            raise map_error(where, f"section {name!r} must be an object keyed by model id")
+        sections[name] = {str(k).lower(): v for k, v in section.items()}
+    named = set().union(*(set(s) for s in sections.values()))
+    for key in sorted(named):
+        if key not in sections["capabilities"] and key not in sections["context_caps"]:
+            raise map_error(
+                where,
+                f"{key!r} has no 'capabilities' or 'context_caps' entry; a model named in your "
+                "map replaces the bundled one whole, so give it at least one of the two",
+            )
+    dropped = {k.lower() for k in remove}
+    listed = set(bundled.get("capabilities", {})) | set(bundled.get("context_caps", {}))
+    unknown = sorted(dropped - listed)
+    if unknown:
+        raise map_error(where, f"remove names {unknown}, which the bundled map does not list")
+    merged = dict(bundled)
+    for name in MODEL_SECTIONS:
+        kept = {
+            k: v for k, v in bundled.get(name, {}).items() if k not in named and k not in dropped
+        }
+        merged[name] = {**kept, **sections[name]}
+    for name in ("claude_families", "reasoning"):
+        extra = user.get(name, {})
+        if not isinstance(extra, dict):
+            raise map_error(where, f"section {name!r} must be an object")
+        merged[name] = {**bundled.get(name, {}), **extra}
+    return merged
 
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -180,7 +325,10 @@ def _parse_model(key: str, entry: object, where: str) -> ModelInfo:
         isinstance(p, str) and isinstance(v, str) and v for p, v in ids.items()
     ):
         raise map_error(where, f"models[{key!r}].api_ids must map a provider to a model name")
-    return ModelInfo(source, updated, tuple(sorted(ids.items())))
+    secondary = entry.get("secondary", False)
+    if not isinstance(secondary, bool):
+        raise map_error(where, f"models[{key!r}].secondary must be true or false")
+    return ModelInfo(source, updated, tuple(sorted(ids.items())), secondary)
 
 
 def _parse_models(section: object, where: str) -> dict[str, ModelInfo]:
@@ -201,7 +349,7 @@ def _sections(raw: object, where: str) -> dict[str, dict[str, Any]]:
             "'capabilities' and 'context_caps' ('cache_pricing' and 'token_scale' are optional)",
         )
     sections: dict[str, dict[str, Any]] = {}
-    optional = ("cache_pricing", "token_scale", "max_output_tokens")
+    optional = ("cache_pricing", "token_scale", "max_output_tokens", "max_input_tokens")
     for name in ("capabilities", "context_caps", *optional):
         section = raw.get(name, {})
         if not isinstance(section, dict):
@@ -219,6 +367,8 @@ def _parse_caching(section: dict[str, Any], where: str) -> dict[str, bool]:
                 where,
                 f'capabilities[{key!r}] must be an object like {{"prompt_caching": true}}',
             )
+        if isinstance(entry, dict) and not isinstance(entry.get("reasoning", False), bool):
+            raise map_error(where, f"capabilities[{key!r}].reasoning must be true or false")
         caching[key] = flag
     return caching
 
@@ -258,11 +408,13 @@ def _parse_scales(section: dict[str, Any], where: str) -> dict[str, float]:
     return scales
 
 
-def _parse_max_outputs(section: dict[str, Any], where: str) -> dict[str, int]:
+def _parse_max_outputs(
+    section: dict[str, Any], where: str, name: str = "max_output_tokens"
+) -> dict[str, int]:
     outputs: dict[str, int] = {}
     for key, tokens in section.items():
         if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens <= 0:
-            raise map_error(where, f"max_output_tokens[{key!r}] must be a positive integer")
+            raise map_error(where, f"{name}[{key!r}] must be a positive integer")
         outputs[key] = tokens
     return outputs
 

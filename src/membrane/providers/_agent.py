@@ -2,7 +2,10 @@
 
 The tools come from ``result.tools`` (a :class:`~membrane.CompileResult` holds the ones it
 counted; a result built by hand may hold OpenAI or Anthropic tool dicts, or none). The output
-cap is ``metadata["reserve_output_tokens"]``, the room the compile kept for the answer.
+cap is ``metadata["reserve_output_tokens"]`` when the caller asked for it: a compile marks
+Membrane's own default reserve with ``metadata["reserve_output_default"]``, and that one only
+shapes the prompt budget, because a cap the caller never chose truncates answers (a reasoning
+model's thinking counts against it).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ __all__ = [
     "bedrock_tools",
     "gemini_tools",
     "openai_tools",
+    "output_cap",
     "read_tools",
     "reserve_of",
     "tools_reach_cache",
@@ -44,6 +48,16 @@ def reserve_of(result: CompiledPrompt) -> int | None:
             field="reserve_output_tokens",
         )
     return value or None
+
+
+def output_cap(result: CompiledPrompt) -> int | None:
+    """The output cap the caller asked for (``compile(reserve_output_tokens=...)``), or None.
+
+    A result built by hand with ``reserve_output_tokens`` and no ``reserve_output_default``
+    counts as asked for.
+    """
+    reserve = reserve_of(result)
+    return None if MetadataView(result.metadata).reserve_output_default is True else reserve
 
 
 def tools_reach_cache(result: CompiledPrompt, model_id: object) -> bool:

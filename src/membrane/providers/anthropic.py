@@ -7,7 +7,7 @@ from typing import Any
 
 from membrane.errors import InvalidInputError
 from membrane.messages import Image, Part, Text, ToolCall, ToolResult
-from membrane.providers._agent import anthropic_tools, read_tools, reserve_of, tools_reach_cache
+from membrane.providers._agent import anthropic_tools, output_cap, read_tools, tools_reach_cache
 from membrane.providers._convert import (
     CompiledPrompt,
     cache_anchors,
@@ -117,7 +117,13 @@ def anthropic_request(
 
     The result's ``tools`` lead the request (Anthropic caches tools, then system, then
     messages); when they alone reach the model's minimum, the last tool carries a marker too,
-    one of the ``max_breakpoints``. ``max_tokens`` defaults to the result's output reserve.
+    one of the ``max_breakpoints``.
+
+    ``max_tokens`` is yours to set: this argument, else the ``reserve_output_tokens`` you passed
+    to compile. Membrane's default reserve is not sent. Anthropic requires ``max_tokens``, so
+    without either the request has none and the SDK refuses the bare spread: write it as the
+    seed does, ``{"model": ..., "max_tokens": 1024, **anthropic_request(result)}``. With
+    thinking on (Claude 5 models think by default) the thinking counts against it.
     """
     marker = _cache_control(ttl)
     require_end_placement(result, "anthropic_request")
@@ -150,7 +156,7 @@ def anthropic_request(
     if system:
         request["system"] = system
     request["messages"] = out
-    cap = max_tokens if max_tokens is not None else reserve_of(result)
+    cap = max_tokens if max_tokens is not None else output_cap(result)
     if cap is not None:
         request["max_tokens"] = cap
     return request

@@ -9,7 +9,7 @@ from typing import Any
 
 from membrane.errors import InvalidInputError
 from membrane.messages import Image, Part, Text, ToolCall, ToolResult
-from membrane.providers._agent import bedrock_tools, read_tools, reserve_of, tools_reach_cache
+from membrane.providers._agent import bedrock_tools, output_cap, read_tools, tools_reach_cache
 from membrane.providers._convert import (
     CompiledPrompt,
     Location,
@@ -151,7 +151,8 @@ def bedrock_converse_request(
 
     The result's ``tools`` go in ``toolConfig``, followed by a ``cachePoint`` (one of the
     ``max_cache_points``) when they alone reach the model's minimum. ``inferenceConfig``'s
-    ``maxTokens`` is ``max_tokens``, by default the result's output reserve.
+    ``maxTokens`` is ``max_tokens``, else the ``reserve_output_tokens`` you passed to compile;
+    without either there is no ``inferenceConfig`` and Bedrock applies the model's default.
     """
     if ttl not in ("5m", "1h"):
         raise InvalidInputError(f"ttl must be '5m' or '1h', got {ttl!r}", field="ttl")
@@ -184,7 +185,7 @@ def bedrock_converse_request(
     if specs:
         point = {"type": "default", **({"ttl": "1h"} if ttl == "1h" else {})}
         request["toolConfig"] = bedrock_tools(specs, point if mark_tools else None)
-    cap = max_tokens if max_tokens is not None else reserve_of(result)
+    cap = max_tokens if max_tokens is not None else output_cap(result)
     if cap is not None:
         request["inferenceConfig"] = {"maxTokens": cap}
     return request

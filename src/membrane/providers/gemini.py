@@ -8,7 +8,7 @@ from typing import Any
 
 from membrane.errors import InvalidInputError
 from membrane.messages import Image, Part, Text, ToolCall, ToolResult
-from membrane.providers._agent import gemini_tools, read_tools, reserve_of
+from membrane.providers._agent import gemini_tools, output_cap, read_tools
 from membrane.providers._convert import (
     CompiledPrompt,
     label_speakers,
@@ -93,8 +93,9 @@ def gemini_request(
     text, because Gemini has no speaker field. The model is not part of the body (it goes in
     the URL, or as ``generate_content(model=...)`` in the SDK). Needs end placement. The
     result's ``tools`` become ``functionDeclarations`` (with ``parametersJsonSchema``), and
-    ``generationConfig``'s ``maxOutputTokens`` is ``max_output_tokens``, by default the
-    result's output reserve.
+    ``generationConfig``'s ``maxOutputTokens`` is ``max_output_tokens``, else the
+    ``reserve_output_tokens`` you passed to compile; without either there is no
+    ``generationConfig`` and Gemini applies its own limit (thinking counts as output).
     """
     require_end_placement(result, "gemini_request")
     signed: set[str] = set()  # messages whose first tool call has had its signature
@@ -127,7 +128,7 @@ def gemini_request(
     if system:
         request["system_instruction"] = {"parts": system}
     request["contents"] = contents
-    cap = max_output_tokens if max_output_tokens is not None else reserve_of(result)
+    cap = max_output_tokens if max_output_tokens is not None else output_cap(result)
     if cap is not None:
         request["generationConfig"] = {"maxOutputTokens": cap}
     return request

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from membrane.capabilities import get_cache_pricing, get_token_scale
 from membrane.errors import InvalidInputError
-from membrane.providers._agent import openai_tools, read_tools, reserve_of
+from membrane.providers._agent import openai_tools, output_cap, read_tools
 from membrane.providers._convert import CompiledPrompt, read_messages, request_model
 from membrane.tokenizers import TiktokenAdapter
 
@@ -31,8 +31,11 @@ def openai_request(
     leave it to the call: ``create(model=..., **openai_request(result))``.
     Messages go out as compiled (copied, so editing the request leaves the result alone),
     ``name`` included (Chat Completions takes a speaker's name as it is), with the result's
-    ``tools`` as function tools and its output reserve as ``max_completion_tokens`` (unless
-    ``tools``, ``max_tokens`` or ``max_completion_tokens`` is among your extras).
+    ``tools`` as function tools (unless ``tools`` is among your extras). An output cap goes out
+    only when you asked for one: ``compile(reserve_output_tokens=...)`` becomes
+    ``max_completion_tokens`` unless ``max_tokens`` or ``max_completion_tokens`` is among your
+    extras; Membrane's default reserve is not sent, because a reasoning model's thinking counts
+    against the cap and a long think would end the answer early.
     OpenAI caches shared prefixes by itself; ``prompt_cache_key`` (e.g. a conversation id)
     helps it route requests that share a prefix to the same cache. Raises
     :class:`ToolPairingError` when a tool result has no call before it or a call no result.
@@ -55,9 +58,9 @@ def openai_request(
     specs = read_tools(result)
     if specs and "tools" not in extra:
         request["tools"] = openai_tools(specs)
-    reserve = reserve_of(result)
-    if reserve is not None and not {"max_tokens", "max_completion_tokens"} & extra.keys():
-        request["max_completion_tokens"] = reserve
+    cap = output_cap(result)
+    if cap is not None and not {"max_tokens", "max_completion_tokens"} & extra.keys():
+        request["max_completion_tokens"] = cap
     if prompt_cache_key is not None:
         request["prompt_cache_key"] = prompt_cache_key
     request.update(extra)

@@ -9,7 +9,7 @@ from typing import Any
 
 from membrane.errors import InvalidInputError
 from membrane.messages import Image, Part, Text, ToolCall, ToolResult, ToolSpec
-from membrane.providers._agent import read_tools, reserve_of
+from membrane.providers._agent import output_cap, read_tools
 from membrane.providers._convert import (
     CompiledPrompt,
     Message,
@@ -126,8 +126,8 @@ def openai_responses_request(
     items and tool results ``function_call_output`` items, so the cached prefix stays the
     prefix. A message's ``name`` becomes a ``"<name>: "`` label in front of its text (the
     Responses API has no speaker field); image ``detail`` is sent as ``"auto"``. The result's
-    ``tools`` go out as function tools and its output reserve as ``max_output_tokens``, unless
-    you pass your own.
+    ``tools`` go out as function tools, and the ``reserve_output_tokens`` you passed to compile
+    as ``max_output_tokens`` (Membrane's default reserve is not sent); your own extras win.
     ``model`` is included when you pass it, or when the result's ``model_id`` names exactly
     one OpenAI model in the capability map. OpenAI caches shared prefixes by itself;
     ``prompt_cache_key`` helps it route requests that share one. Raises
@@ -152,9 +152,9 @@ def openai_responses_request(
     specs = read_tools(result)
     if specs and "tools" not in extra:
         request["tools"] = _tools(specs)
-    reserve = reserve_of(result)
-    if reserve is not None and "max_output_tokens" not in extra:
-        request["max_output_tokens"] = reserve
+    cap = output_cap(result)
+    if cap is not None and "max_output_tokens" not in extra:
+        request["max_output_tokens"] = cap
     if prompt_cache_key is not None:
         request["prompt_cache_key"] = prompt_cache_key
     request.update(extra)

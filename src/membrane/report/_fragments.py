@@ -50,6 +50,10 @@ class MetadataView:
         return self.metadata.get("reserve_output_tokens")
 
     @property
+    def reserve_output_default(self) -> Any:
+        return self.metadata.get("reserve_output_default")
+
+    @property
     def tools_tokens(self) -> Any:
         return self.metadata.get("tools_tokens")
 
@@ -184,6 +188,8 @@ class AgentReport:
 
     Only the parts a compile had are rendered: tool keys with tools, image keys with images
     in the prompt, reserve keys when a reserve applies (a known window or an explicit one).
+    ``reserve_output_default`` is true when the reserve is Membrane's default rather than the
+    caller's ``reserve_output_tokens``; the request builders send only the caller's.
     """
 
     tools: int = 0
@@ -194,6 +200,7 @@ class AgentReport:
     images_unsized: int = 0
     reserve_output_tokens: int | None = None
     context_window: int | None = None
+    reserve_output_default: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,6 +177,12 @@ _AGENT_TABLE: tuple[_Key, ...] = (
         when=_present("reserve_output_tokens"),
     ),
     _key("context_window", "context_window", _optional_int, when=_present("reserve_output_tokens")),
+    _key(
+        "reserve_output_default",
+        "reserve_output_default",
+        bool,
+        when=_present("reserve_output_tokens"),
+    ),
 )
 
 _STABLE_PREFIX = _key("stable_prefix_messages", "stable_prefix_messages", int)

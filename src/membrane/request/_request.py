@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from membrane.capabilities import ModelCapabilities, get_model_capabilities
+from membrane.capabilities import ModelCapabilities
 from membrane.messages import CheckedPrefix, HistoryVersion, Message, check_history
 from membrane.request._checks import check_compressor, check_message_counts, check_turn_texts
 from membrane.request._offer import normalise_offer
@@ -149,7 +149,7 @@ def normalise(
     profile = options.profile
     label = profile.classify(turn.user_message, messages) if profile is not None else None
     # One capability lookup per compile: the context cap here, caching in the metadata.
-    capabilities = get_model_capabilities(settings.model_id) if settings.model_id else None
+    capabilities = settings.capabilities()
     agent = agent_inputs(
         tools=args.agent.tools,
         image_sizes=args.agent.image_sizes,

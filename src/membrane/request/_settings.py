@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from membrane import config
+from membrane.capabilities import ModelCapabilities, ModelLimits, get_model_capabilities
 from membrane.messages import check_text
 from membrane.records import TextCapSetting, check_text_cap
 from membrane.request._checks import (
@@ -42,6 +43,8 @@ class CompilerSettings:
     text_caps: TextCapSetting
     window: WindowSettings
     tail: TailSettings
+    #: The caller's window and output limit for the model; they win over the capability map.
+    model_limits: ModelLimits | None = None
 
     @classmethod
     def build(
@@ -64,6 +67,7 @@ class CompilerSettings:
         token_scale: float | None,
         preflight_analyst_model: str | None,
         memory_text_max_chars: TextCapSetting,
+        model_limits: ModelLimits | None = None,
     ) -> CompilerSettings:
         """Check every option (the constructor's keywords); raises
         :class:`~membrane.InvalidInputError` naming the bad one."""
@@ -75,6 +79,10 @@ class CompilerSettings:
         check_positive_int("keyframe_tokens", keyframe_tokens)
         check_scale(token_scale)
         check_text(core_content, "core_content")
+        if model_limits is not None and not isinstance(model_limits, ModelLimits):
+            raise TypeError(
+                f"model_limits must be a membrane.ModelLimits, got {type(model_limits).__name__}"
+            )
         return cls(
             max_tokens=max_tokens,
             model_id=model_id,
@@ -99,7 +107,15 @@ class CompilerSettings:
                 keyframe_tokens=keyframe_tokens,
                 message_overhead_tokens=message_overhead_tokens,
             ),
+            model_limits=model_limits,
         )
+
+    def capabilities(self) -> ModelCapabilities | None:
+        """The model's capabilities (the caller's ``model_limits`` over the map); None for a
+        compiler with neither a model id nor limits."""
+        if not self.model_id and self.model_limits is None:
+            return None
+        return get_model_capabilities(self.model_id, self.model_limits)
 
     @property
     def message_overhead_tokens(self) -> int:

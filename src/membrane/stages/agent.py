@@ -2,11 +2,13 @@
 
 They decide how much of the context window the messages may use. The window is the model's
 context cap from the capability map. The output reserve is the caller's
-``reserve_output_tokens`` or, by default, a tenth of the window capped at 16,384 tokens, or the
-model's maximum output when the map lists a smaller one; the prompt budget is then the smaller of
-``max_tokens`` and the window less the reserve, so prompt + reserve never exceeds the window.
-An unknown model has no known window: its budget is ``max_tokens`` and only an explicit reserve
-is reported (and passed on by the request builders).
+``reserve_output_tokens`` or, by default, :func:`membrane.capabilities.default_output_reserve`
+(a tenth of the window up to 16,384 tokens; for a model that reasons by default, at least its
+provider's reasoning reserve; never over the model's maximum output). The prompt budget is the
+smaller of ``max_tokens``, the window less the reserve (so prompt + reserve never exceeds the
+window) and the provider's own input limit where it has one. An unknown model has no known
+window: its budget is ``max_tokens`` and only an explicit reserve is reported. The request
+builders send a reserve as the output cap only when the caller named it.
 
 Tool definitions lead the cached prefix; their counted tokens come off the budget before any
 message is placed. Images are priced per message by :class:`membrane.messages.ImageCost`.
@@ -14,11 +16,15 @@ message is placed. Images are priced per message by :class:`membrane.messages.Im
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from membrane.capabilities import ModelCapabilities
+from membrane.capabilities import (
+    DEFAULT_RESERVE_CEILING,
+    DEFAULT_RESERVE_SHARE,
+    ModelCapabilities,
+    default_output_reserve,
+)
 from membrane.errors import InvalidInputError
 from membrane.messages import (
     ImageCost,
@@ -38,14 +44,6 @@ __all__ = [
     "check_tools_change",
 ]
 
-DEFAULT_RESERVE_SHARE = 0.1
-"""Share of a known context window kept for the answer when the caller names no reserve."""
-
-DEFAULT_RESERVE_CEILING = 16_384
-"""Most tokens the default reserve keeps. A larger output cap makes the Anthropic SDK refuse a
-non-streaming request (it expects such a request to run past ten minutes); callers who want
-long answers name their reserve."""
-
 
 @dataclass(frozen=True)
 class AgentInputs:
@@ -56,12 +54,19 @@ class AgentInputs:
     images: ImageCost = field(default_factory=lambda: ImageCost(None))
     reserve: int | None = None
     window: int | None = None
+    # The reserve is Membrane's default, not the caller's (the builders do not send it).
+    reserve_default: bool = False
+    input_limit: int | None = None
 
     def prompt_budget(self, max_tokens: int) -> int:
-        """The prompt's budget in provider tokens: ``max_tokens`` within window - reserve."""
-        if self.window is None:
-            return max_tokens
-        return min(max_tokens, max(self.window - (self.reserve or 0), 1))
+        """The prompt's budget in provider tokens: ``max_tokens`` within window - reserve and
+        within the provider's input limit."""
+        budget = max_tokens
+        if self.window is not None:
+            budget = min(budget, max(self.window - (self.reserve or 0), 1))
+        if self.input_limit is not None:
+            budget = min(budget, self.input_limit)
+        return budget
 
 
 def agent_inputs(
@@ -78,12 +83,15 @@ def agent_inputs(
     provider = capabilities.provider if capabilities is not None else None
     window = capabilities.context_cap if capabilities is not None else None
     tokens = count(tools_text(specs)) + tools_overhead(provider, specs) if specs else 0
+    reserve = _reserve(reserve_output_tokens, capabilities, window)
     return AgentInputs(
         tools=specs,
         tools_tokens=tokens,
         images=ImageCost(provider, model_id, _check_sizes(image_sizes)),
-        reserve=_reserve(reserve_output_tokens, capabilities, window),
+        reserve=reserve,
         window=window,
+        reserve_default=reserve_output_tokens is None and reserve is not None,
+        input_limit=capabilities.max_input_tokens if capabilities is not None else None,
     )
 
 
@@ -103,11 +111,7 @@ def _reserve(
                 field="reserve_output_tokens",
             )
         return requested
-    if window is None:
-        return None
-    share = min(math.ceil(window * DEFAULT_RESERVE_SHARE), DEFAULT_RESERVE_CEILING)
-    most = capabilities.max_output_tokens if capabilities is not None else None
-    return min(share, most) if most else share
+    return default_output_reserve(capabilities)
 
 
 def _check_sizes(sizes: Mapping[str, tuple[int, int]] | None) -> dict[str, tuple[int, int]]:

@@ -9,7 +9,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from membrane import anthropic_request
+from membrane import ContextCompiler, MemoryItem, anthropic_request
 from tests.providers.sdk.cases import PNG_B64, compiled, five_breakpoints
 from tests.providers.sdk.routes import REPLY_TEXT, USAGE, anthropic_route
 from tests.providers.sdk.sdk_calls import send_anthropic
@@ -98,3 +98,39 @@ def test_a_request_at_four_breakpoints(stub: Stub, client: anthropic.Anthropic) 
     assert len(_markers(body)) == 4  # the most Anthropic accepts; the longest prefixes win
     marked = [i for i, b in enumerate(_blocks(body)) if "cache_control" in b]
     assert marked == sorted(marked) and marked[0] > 0  # the shortest prefix is the one left out
+
+
+def test_the_seed_example_sends_max_tokens_1024(stub: Stub, client: anthropic.Anthropic) -> None:
+    # The seed's Anthropic example, as written there.
+    compiler = ContextCompiler(
+        max_tokens=8192,
+        model_id="anthropic/claude-opus-5-5",
+        core_content="You are a helpful assistant.",
+    )
+    result = compiler.compile(
+        memories=[MemoryItem(id="1", content="User is in Lagos.")],
+        user_message="What time zone am I in?",
+    )
+    request = {
+        "model": "claude-opus-5-5",
+        "max_tokens": 1024,
+        **anthropic_request(result),
+    }
+    reply = client.messages.create(**request)
+    assert reply.content[0].type == "text" and reply.content[0].text == REPLY_TEXT
+    (body,) = stub.bodies("/v1/messages")
+    assert body["max_tokens"] == 1024
+    # The compile kept its default reserve for the budget; the request does not carry it.
+    assert result.metadata["reserve_output_tokens"] == 16_384
+    assert result.metadata["reserve_output_default"] is True
+
+
+def test_a_bare_spread_without_max_tokens_is_refused_by_the_sdk(
+    stub: Stub, client: anthropic.Anthropic
+) -> None:
+    result = compiled("anthropic/claude-opus-5-5")
+    request = {"model": "claude-opus-5-5", **anthropic_request(result)}
+    assert "max_tokens" not in request
+    with pytest.raises(TypeError, match="max_tokens"):
+        client.messages.create(**request)
+    assert stub.bodies("/v1/messages") == []  # refused before anything was sent

@@ -106,3 +106,19 @@ def test_the_result_is_not_changed_by_the_builders() -> None:
     openai_request(result)["messages"][0]["content"] = "edited"
     openai_responses_request(result)
     assert result.messages == before
+
+
+@pytest.mark.parametrize("model", ["o3", "gpt-5.1", "gpt-6.2-sol"])
+def test_reasoning_models_get_no_cap_unless_asked(
+    stub: Stub, client: openai.OpenAI, model: str
+) -> None:
+    # The default reserve keeps room in the window, but a cap the caller did not choose would
+    # count the model's reasoning against it and cut long thinks short.
+    result = compiled(f"openai/{model}")
+    send_openai_chat(client, result)
+    send_openai_responses(client, result)
+    chat, responses = stub.bodies("/chat/completions"), stub.bodies("/responses")
+    assert chat[0]["model"] == responses[0]["model"] == model
+    assert "max_completion_tokens" not in chat[0] and "max_tokens" not in chat[0]
+    assert "max_output_tokens" not in responses[0]
+    assert result.metadata["reserve_output_tokens"] == 25_000
