@@ -1,4 +1,4 @@
-# One entry point for newcomers and CI. Every target creates .venv and installs what it needs.
+# One entry point for newcomers and CI. Every target creates the environments it needs.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -17,17 +17,35 @@ CREWAI_TESTS := tests/adapters/crewai tests/adapters/test_mcp_server.py tests/ad
 	tests/test_models.py tests/test_docs_examples.py
 
 # The published longform-memory package, the oracle of the differential tests and a peer of the
-# longform benchmark. It installs a top-level `longform_memory` like ours, so it gets a venv of
-# its own.
+# longform benchmark. It installs a top-level `longform_memory` like our drop-in, so it gets a
+# venv of its own.
 ORACLE := .venv-oracle
 ORACLE_STAMP := $(ORACLE)/.installed-0.1.1
+# The same on Python 3.9 (pyenv's; PYTHON39=... overrides), for the differential tests of the
+# drop-in on the oldest Python it claims: both sides then run on one interpreter.
+PYTHON39 ?= $(shell pyenv prefix 3.9 2>/dev/null)/bin/python3.9
+ORACLE39 := .venv-oracle-3.9
+ORACLE39_STAMP := $(ORACLE39)/.installed-0.1.1
+
+# Our drop-in for that package (`import longform_memory`): a distribution of its own, built
+# from the folder of that name and installed beside membrane-aol in .venv.
+DROPIN := membrane-longform-memory
+
+# `make dist` builds both distributions into dist/ and installs each wheel into fresh venvs
+# under build/dist-envs/ (every Python its classifiers name, from pyenv); `make test` then runs
+# the differential tests once more, the drop-in installed alone there against $(ORACLE39).
+DIST_VENV := .venv-dist
+DIST_STAMP := $(DIST_VENV)/.installed
+DIST_TOOLS := "build>=1.2" "twine>=6.1"
+DROPIN_ALONE := build/dist-envs/longform_memory-3.9/bin/python
 
 # The SDK releases whose model-id literals the capability map is tested against; `make test`
 # installs exactly these, and `make check-models` (outside CI) tries the newest releases.
 SDK_PINS := constraints/sdks.txt
 NEWEST_SDKS := .venv-sdk-newest
 
-.PHONY: demo test lint typecheck bench clean system-deps oracle check-models
+.PHONY: demo test lint typecheck bench clean system-deps oracle dist extras release-check \
+	check-models
 
 $(CORE_STAMP): pyproject.toml
 	@echo "==> creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version))"
@@ -36,10 +54,10 @@ $(CORE_STAMP): pyproject.toml
 	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e .
 	touch $(CORE_STAMP)
 
-$(STAMP): pyproject.toml $(SDK_PINS) $(CORE_STAMP)
-	@echo "==> installing every extra and the dev tools into $(VENV) (a few minutes)"
+$(STAMP): pyproject.toml $(DROPIN)/pyproject.toml $(SDK_PINS) $(CORE_STAMP)
+	@echo "==> installing every extra, the dev tools and the drop-in into $(VENV) (a few minutes)"
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c $(SDK_PINS) -e ".[$(EXTRAS)]"
+	$(BIN)/pip install --quiet -c $(SDK_PINS) -e ".[$(EXTRAS)]" -e ./$(DROPIN)
 	touch $(STAMP)
 
 $(CREWAI_STAMP): pyproject.toml
@@ -56,7 +74,30 @@ $(ORACLE_STAMP):
 	$(ORACLE)/bin/python -I -c "import longform_memory as m; assert m.__version__ == '0.1.1'"
 	touch $(ORACLE_STAMP)
 
-oracle: $(ORACLE_STAMP)
+$(ORACLE39_STAMP):
+	rm -rf $(ORACLE39)
+	$(PYTHON39) -m venv $(ORACLE39)
+	$(ORACLE39)/bin/pip install --quiet --no-deps longform-memory==0.1.1
+	touch $(ORACLE39_STAMP)
+
+oracle: $(ORACLE_STAMP) $(ORACLE39_STAMP)
+
+$(DIST_STAMP):
+	$(PYTHON) -m venv $(DIST_VENV)
+	$(DIST_VENV)/bin/pip install --quiet --upgrade pip
+	$(DIST_VENV)/bin/pip install --quiet $(DIST_TOOLS)
+	touch $(DIST_STAMP)
+
+dist: $(DIST_STAMP)
+	$(DIST_VENV)/bin/python scripts/dist.py
+
+# Every extra resolved for the oldest Python requires-python names (pip download).
+extras: $(DIST_STAMP)
+	$(DIST_VENV)/bin/python scripts/check_extras.py
+
+# `make dist` plus a clean work tree and a dated CHANGELOG section (docs/releasing.md).
+release-check: $(DIST_STAMP)
+	$(DIST_VENV)/bin/python scripts/dist.py --release
 
 # Redis tests need a real redis-server; install it from Debian when it is missing.
 system-deps:
@@ -68,15 +109,17 @@ demo: $(CORE_STAMP)
 	$(BIN)/python -m membrane.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples scripts
-	$(BIN)/ruff format --check src tests benchmarks examples scripts
+	$(BIN)/ruff check src tests benchmarks examples scripts $(DROPIN)
+	$(BIN)/ruff format --check src tests benchmarks examples scripts $(DROPIN)
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: $(STAMP) $(CREWAI_STAMP) oracle system-deps lint typecheck
+test: $(STAMP) $(CREWAI_STAMP) oracle system-deps lint typecheck extras dist
 	$(BIN)/pytest -q
+	LONGFORM_ORACLE_PYTHON=$(CURDIR)/$(ORACLE39)/bin/python LONGFORM_DROPIN_PYTHON=$(CURDIR)/$(DROPIN_ALONE) \
+		$(BIN)/pytest -q tests/longform/test_differential.py
 	$(BIN)/python tests/golden/output_hashes.py --check --skip-errors
 	$(CREWAI_VENV)/bin/mypy src/membrane/adapters/crewai.py
 	MEMBRANE_ADAPTER_ENV=crewai $(CREWAI_VENV)/bin/pytest -q $(CREWAI_TESTS)
@@ -94,4 +137,5 @@ check-models:
 	$(NEWEST_SDKS)/bin/python scripts/sdk_model_ids.py --newest
 
 clean:
-	rm -rf $(VENV) $(CREWAI_VENV) $(ORACLE) $(NEWEST_SDKS) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CREWAI_VENV) $(ORACLE) $(ORACLE39) $(DIST_VENV) $(NEWEST_SDKS) build dist \
+		.pytest_cache .mypy_cache .ruff_cache

@@ -5,8 +5,11 @@ from __future__ import annotations
 import importlib.util
 import json
 
-import psutil
 import pytest
+
+pytest.importorskip("psutil", reason="psutil is not installed: pip install -e '.[stress]'")
+
+import psutil
 
 import membrane.stress
 from membrane import ContextCompiler, MemoryItem

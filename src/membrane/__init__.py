@@ -83,7 +83,7 @@ from membrane.state import (
 )
 from membrane.tokenizers import count_tokens
 
-__version__ = "0.1.0"
+__version__ = "0.4.0"
 
 __all__ = [
     "INTERRUPT_INSTRUCTION",

@@ -1,10 +1,12 @@
-"""Adapter tests: telemetry off, sockets limited to loopback, and no silent skips under CI.
+"""Adapter tests: telemetry off and sockets limited to loopback.
 
 The frameworks under test phone home unless told not to; the variables below are set before
 any of them is imported. Any socket connection to an address off this machine fails the test
-that made it. With ``CI=true`` a skipped adapter test counts as a failure: a framework that
-did not install must not pass as "skipped". The CrewAI tests run only in the CrewAI
-environment (``MEMBRANE_ADAPTER_ENV=crewai``), which the Makefile builds next to ``.venv``.
+that made it. A test module whose framework is not installed skips with the reason (the
+extra to install); with ``CI=true`` that skip counts as a failure (``tests/conftest.py``), so
+a framework that did not install never passes as "skipped". The CrewAI tests run only in the
+CrewAI environment (``MEMBRANE_ADAPTER_ENV=crewai``), which the Makefile builds next to
+``.venv``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -84,25 +86,3 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
     yield
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[Any]:
-    outcome = yield
-    report = outcome.get_result()
-    if _in_ci() and report.skipped:
-        report.outcome = "failed"
-        report.longrepr = f"skipped under CI=true, which counts as a failure: {report.longrepr}"
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector: pytest.Collector) -> Generator[Any]:
-    outcome = yield
-    report = outcome.get_result()
-    if _in_ci() and report.skipped:
-        report.outcome = "failed"
-        report.longrepr = f"module skipped under CI=true, a failure: {report.longrepr}"

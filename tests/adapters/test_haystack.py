@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+pytest.importorskip("haystack", reason="haystack-ai is not installed: pip install -e '.[haystack]'")
+
 from haystack import Document, Pipeline, component
 from haystack.dataclasses import ChatMessage, ChatRole, ToolCall
 

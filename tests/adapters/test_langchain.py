@@ -10,6 +10,11 @@ import warnings
 from typing import Any
 
 import pytest
+
+pytest.importorskip(
+    "langchain_core", reason="langchain-core is not installed: pip install -e '.[langchain]'"
+)
+
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.documents import Document

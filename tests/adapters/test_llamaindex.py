@@ -7,6 +7,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+pytest.importorskip(
+    "llama_index.core",
+    reason="llama-index-core is not installed: pip install -e '.[llamaindex]'",
+)
+
 from llama_index.core import Settings
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.bridge.pydantic import Field

@@ -10,6 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
+
+pytest.importorskip("mcp", reason="mcp is not installed: pip install -e '.[mcp]'")
+
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 

@@ -22,6 +22,9 @@ def published() -> Iterator[Side]:
 
 @pytest.fixture(scope="session")
 def ours() -> Iterator[Side]:
-    side = start_ours()
+    try:
+        side = start_ours()
+    except OracleUnavailable as exc:
+        pytest.fail(str(exc))
     yield side
     side.close()

@@ -2,8 +2,10 @@
 
 ``published`` runs ``tests/longform/_oracle_server.py`` in the oracle environment
 (``.venv-oracle``, made by ``make oracle`` with the published ``longform-memory==0.1.1``);
-``ours`` runs the same server in this interpreter against this checkout. Both answer the same
-type-tagged requests; a test compares the two answers as data.
+``ours`` runs the same server in this interpreter against this checkout's drop-in, or, when
+``LONGFORM_DROPIN_PYTHON`` names an interpreter, in that interpreter against the drop-in it
+has installed (``make dist`` leaves one: Python 3.9, the built wheel and nothing else). Both
+answer the same type-tagged requests; a test compares the two answers as data.
 """
 
 from __future__ import annotations
@@ -171,5 +173,20 @@ def start_published() -> Side:
     return Side("published", [str(python), "-I", str(SERVER)], env)
 
 
+def dropin_python() -> Path | None:
+    """The interpreter of a fresh environment holding only the built drop-in, if one is set."""
+    configured = os.environ.get("LONGFORM_DROPIN_PYTHON")
+    # absolute(), not resolve(): a venv's python is a symlink to the base interpreter.
+    return Path(configured).absolute() if configured else None
+
+
 def start_ours() -> Side:
-    return Side("ours", [sys.executable, str(SERVER)], subprocess_env())
+    python = dropin_python()
+    if python is None:
+        return Side("ours", [sys.executable, str(SERVER)], subprocess_env())
+    if not python.exists():
+        raise OracleUnavailable(f"LONGFORM_DROPIN_PYTHON={python} does not exist: run `make dist`")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    # -I, as for the published side: only that environment's site-packages can supply
+    # longform_memory, so this checkout's source is out of reach.
+    return Side("ours", [str(python), "-I", str(SERVER)], env)

@@ -1,11 +1,13 @@
-"""A drop-in for the published ``longform-memory`` 0.1.1 package, on top of Membrane.
+"""A drop-in for the published ``longform-memory`` 0.1.1 package, from the Membrane project.
 
 Code written against that package runs unchanged: the same names, submodules
 (``longform_memory.budget``, ``.vector``, ``.language``, ``.threads``), signatures, keyword
 names, mutable result dataclasses, values and exception types, checked against the published
-package itself by the differential tests. Pure Python: importing it loads neither NumPy nor
-tiktoken. The richer API (exact token counters, the SQLite store, the compiler bridge) is in
-:mod:`membrane.longform`.
+package itself by Membrane's differential tests. Standard library only, Python 3.9 and later;
+it imports nothing from Membrane. ``__version__`` names the published release whose behaviour
+it reproduces; the distribution's own version (``membrane-longform-memory``) follows Membrane's
+releases. The richer API (exact token counters, the SQLite store, the compiler bridge) is
+Membrane's :mod:`membrane.longform`.
 """
 
 from __future__ import annotations
