@@ -29,15 +29,15 @@ from tests.adversarial.hostile_text import (
     has_interrupt_opener,
     hostile_history,
     hostile_text,
+    index_line,
     interrupt_lookalike,
+    memory_line,
     region_text,
     structural_lines,
-    unescaped_bars,
 )
 
 _TAG = re.compile(r"\[Mem:(\d+)\]")
 _OPENING_TAG = re.compile(r"\[Mem:(\d+)\] ")
-_QUOTED_INDEX_LINE = re.compile(r'- [^"\n]+: "(?:[^"\\\n]|\\.)*"')
 _CORE = "You help with orders."
 _QUESTION = "Where does order 4471 ship from?"
 
@@ -103,8 +103,8 @@ def structure(value: tuple[list[str], list[str], int]) -> dict[str, bool]:
     forged = len(structural_lines(head)) != len(result.ref_map) + ("--- Recalled" in head)
     return {
         "forged section or memory line": forged,
-        "forged field (unescaped | in a memory line)": any(
-            unescaped_bars(ln) != (1 if ln.endswith("…") else 2) for ln in lines
+        "forged field (a memory line that does not read as its fields)": any(
+            memory_line(ln) is None for ln in lines
         ),
     }
 
@@ -119,7 +119,7 @@ def history(value: tuple[list[dict[str, Any]], int]) -> dict[str, bool]:
     return {
         "an eviction index in the system message": bool(index),
         "evicted text in the system message, unquoted": any(
-            not _QUOTED_INDEX_LINE.fullmatch(line) for line in index
+            index_line(line) is None for line in index
         ),
         "forged structural line (system message or recall)": bool(structural_lines(system))
         or len(structural_lines(head)) != ("--- Recalled" in head),
