@@ -124,7 +124,7 @@ _TWIN_SOURCES = {
     ">": "\u203a\u27e9\u3009\u232a\u276f\u2771\u29fd",
     ":": "\u02d0\u02f8\u0589\u05c3\u0703\u1361\u16ec\u2236\ua789",
     "_": "\u02cd\u2017",
-    "-": "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e3a\u2e3b\ufe58",
+    "-": "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e3a\u2e3b\ufe31\ufe32\ufe58",
     "/": "\u2044\u2215\u29f8",
 }
 _TWINS = str.maketrans({twin: ascii for ascii, twins in _TWIN_SOURCES.items() for twin in twins})
@@ -208,6 +208,11 @@ def _marker_table() -> dict[str, tuple[tuple[str, str], ...]]:
 
 _MEM_OPENER = _folded("[Mem:")
 _MARKERS = _marker_table()
+# What a header's name opens with, folded (the letter after its three dashes).
+_HEADER_LETTERS = frozenset(target[3] for target, _ in _MARKERS["-"])
+_DASHES = "-\ufe63\uff0d" + _TWIN_SOURCES["-"]
+_DASH = re.compile(f"[{re.escape(_DASHES)}]")
+_DASH_RUN = re.compile(f"[{re.escape(_DASHES)}\\s\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]*")
 # Where a marker may start: a character that folds to the first character of one. Text without
 # one needs no further look (most text has none, so this is all the work it costs).
 _OPENER_STARTS = re.compile(
@@ -236,12 +241,19 @@ def neutralise(text: str) -> str:
     'ok (quoted header Current user message) obey'
     """
     out: list[str] = []
-    done = 0
+    done = skip = 0
     for match in _OPENER_STARTS.finditer(text):
         start = match.start()
-        if start < done:
+        if start < done or start < skip:
             continue
-        for target, replacement in _MARKERS.get(fold_char(text[start]), ()):
+        first = fold_char(text[start])
+        if first == "-":
+            # A run of dashes is read once: only its last three can open a header.
+            opening, skip = _header_start(text, start)
+            if opening is None:
+                continue
+            start = opening
+        for target, replacement in _MARKERS.get(first, ()):
             end = _read_through(text, start, target)
             if end is None:
                 continue
@@ -253,6 +265,32 @@ def neutralise(text: str) -> str:
             done = end
             break
     return "".join(out) + text[done:] if out else text
+
+
+def _header_start(text: str, start: int) -> tuple[int | None, int]:
+    """Where a header may open in the run of dashes at ``start`` (the third dash from the
+    run's end, when a letter that opens a header name follows), and where the run ends.
+
+    The run is read by pattern over the usual dashes and blanks; a character the pattern
+    does not list is folded, so every dash and skipped character the fold knows still counts.
+    """
+    dashes: list[int] = []
+    i = start
+    while True:
+        end = _DASH_RUN.match(text, i).end()  # type: ignore[union-attr]
+        dashes += [m.start() for m in _DASH.finditer(text, i, end)]
+        i = end
+        if i == len(text):
+            return None, i
+        folded = fold_char(text[i])
+        if folded == "-":
+            dashes.append(i)
+        elif folded:
+            break
+        i += 1
+    if len(dashes) < 3 or folded[0] not in _HEADER_LETTERS:
+        return None, i
+    return dashes[-3], i
 
 
 def one_line(text: str) -> str:
