@@ -44,6 +44,30 @@ sentence = st.lists(word, min_size=1, max_size=14).map(lambda ws: " ".join(ws).c
 text = st.lists(sentence, min_size=1, max_size=6).map(" ".join)
 long_text = st.lists(sentence, min_size=40, max_size=120).map(" ".join)
 
+#: What retrieved chunks of code, configuration, URLs and Markdown carry: the characters a
+#: memory line must keep as written (``=``, ``|``, ``\\``, backticks).
+_RAG_PIECES = [
+    "limit=100",
+    "resp = client.get(url)",
+    "x == y",
+    "| col | col2 |",
+    "|---|---|",
+    "https://example.com/a?b=1&c=2",
+    "C:\\Users\\ops",
+    "re.compile(r'\\d+\\|x')",
+    "`code`",
+    "``double``",
+    "```",
+    "`",
+    "\\",
+    "a|b",
+    "key: value",
+    "--flag=on",
+]
+rag_text = st.lists(st.one_of(st.sampled_from(_RAG_PIECES), word), min_size=1, max_size=10).map(
+    " ".join
+)
+
 
 @st.composite
 def memory_items(draw: st.DrawFn, max_size: int = 12) -> list[MemoryItem]:

@@ -352,8 +352,8 @@ def test_memory_content_keeps_its_pipes_and_tiers_map_to_kinds(
         "3": "episodic",
         "4": "episodic",
     }
-    # the CLI keeps the content's own pipe; the memory line escapes it inside its text field
-    assert "text=Step one \\| step two | conf=" in payload["compiled_messages"][-1]["content"]
+    # the CLI keeps the content's own pipe; the memory line quotes the text field that holds it
+    assert "text=`Step one | step two` | conf=" in payload["compiled_messages"][-1]["content"]
 
 
 @pytest.mark.parametrize(

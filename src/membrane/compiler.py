@@ -21,7 +21,6 @@ from membrane.regions import Region
 from membrane.render import Rendered, render_end, render_system, timed_report
 from membrane.report import CompileMetrics
 from membrane.request import (
-    DEFAULT_CONVERSATION,
     AgentArgs,
     CallOptions,
     CompileArgs,
@@ -321,14 +320,10 @@ class ContextCompiler:
 
     def _request(self, args: CompileArgs, notes: StoreNotes) -> CompileRequest:
         """The checked request: the model's scale read from the store, then the arguments."""
-        conversation = args.options.conversation_id
-        key = conversation if conversation is not None else DEFAULT_CONVERSATION
         counter = self._counters.for_call(args.options.tokenizer_registry)
-        request = normalise(
-            args, self.settings, counter, self._scale(notes), self._checked.get(key)
-        )
+        request = normalise(args, self.settings, counter, self._scale(notes), self._checked.get)
         if request.history.proof is not None:
-            self._checked.put(key, request.history.proof)
+            self._checked.put(request.history.conversation, request.history.proof)
         return request
 
     def _scale(self, notes: StoreNotes) -> tuple[float, int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import sys
 
 from membrane.errors import InvalidInputError
 from membrane.result import CompileResult, CostQuote
@@ -14,7 +14,9 @@ __all__ = ["quote_for"]
 def quote_for(result: CompileResult, price_per_1k_input_tokens: float) -> CostQuote:
     """Quote ``result`` at ``price_per_1k_input_tokens`` (provider tokens, framing included)."""
     price = price_per_1k_input_tokens
-    if isinstance(price, bool) or not isinstance(price, (int, float)) or not math.isfinite(price):
+    number = isinstance(price, (int, float)) and not isinstance(price, bool)
+    # Python compares an int with a float exactly, so a 400-digit int fails without overflowing.
+    if not number or not -sys.float_info.max <= price <= sys.float_info.max:
         raise InvalidInputError(
             "price_per_1k_input_tokens must be a finite number", field="price_per_1k_input_tokens"
         )

@@ -33,6 +33,7 @@ from membrane.adapters.langchain import (
     cited_chain,
     detect_memory_collision,
     disable_langchain_memory,
+    from_langchain_messages,
     langchain_doc_to_memory,
 )
 from membrane.compiler import ContextCompiler
@@ -278,3 +279,96 @@ def test_legacy_chain_with_memory_collides_until_disabled() -> None:
     # A chain with no memory at all passes quietly.
     plain = MembranePromptTemplate(max_tokens=100) | FakeListChatModel(responses=["x"])
     assert detect_memory_collision(plain) == []
+
+
+# ------------------------------------------- issue 35, point 18: Claude's tool loop, bad arguments
+
+_THINKING = {
+    "type": "thinking",
+    "thinking": "The user wants the order status; call get_order.",
+    "signature": "EqQBCkYIBRgCIkB3c2lnbmF0dXJl",
+}
+
+
+def _claude_turn(tagged: bool) -> list[BaseMessage]:
+    """A tool-loop history as ChatAnthropic stores it: the reply's content holds the thinking,
+    the text and a native ``tool_use`` block, and ``tool_calls`` names the same call."""
+    metadata = {"model_provider": "anthropic", "stop_reason": "tool_use"} if tagged else {}
+    reply = AIMessage(
+        content=[
+            _THINKING,
+            {"type": "text", "text": "Let me look that up."},
+            {"type": "tool_use", "id": "toolu_01A", "name": "get_order", "input": {"id": "A-55"}},
+        ],
+        tool_calls=[
+            {"name": "get_order", "args": {"id": "A-55"}, "id": "toolu_01A", "type": "tool_call"}
+        ],
+        response_metadata=metadata,
+    )
+    return [
+        HumanMessage(content="Where is order A-55?"),
+        reply,
+        ToolMessage(content='{"status": "shipped"}', tool_call_id="toolu_01A"),
+    ]
+
+
+@pytest.mark.parametrize("tagged", [True, False], ids=["anthropic", "untagged"])
+def test_claude_tool_use_blocks_are_sent_once_and_thinking_survives(tagged: bool) -> None:
+    history = _claude_turn(tagged)
+    prompt = MembranePromptTemplate(max_tokens=4000, core_content=CORE)
+    value = prompt.format_prompt(question="And when does it arrive?", history=history)
+    sent = value.messages
+    reply, result = sent[2], sent[3]
+    assert isinstance(reply, AIMessage) and isinstance(result, ToolMessage)
+    assert reply.tool_calls == history[1].tool_calls  # type: ignore[attr-defined]
+    assert reply.content == [_THINKING, {"type": "text", "text": "Let me look that up."}]
+    assert result.tool_call_id == "toolu_01A" and result.content == '{"status": "shipped"}'
+    compiled = from_langchain_messages(history)
+    assert compiled[1]["tool_calls"][0]["id"] == "toolu_01A"
+    assert [b["type"] for b in compiled[1]["content"]] == ["thinking", "text"]
+    # The framework's own message is not touched.
+    assert history[1].content[2]["type"] == "tool_use"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"id": "A-5', "[1, 2]", '"A-55"', "not json at all"],
+    ids=["cut-off", "array", "string", "text"],
+)
+def test_tool_arguments_that_are_not_a_json_object_are_sent_as_given(arguments: str) -> None:
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Where is order A-55?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_order", "arguments": arguments},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "error: bad arguments"},
+    ]
+    prompt = MembranePromptTemplate(max_tokens=4000, core_content=CORE)
+    sent = prompt.format_prompt(question="Try again.", history=history).messages
+    reply = sent[2]
+    assert isinstance(reply, AIMessage) and reply.tool_calls == []
+    [invalid] = reply.invalid_tool_calls
+    assert (invalid["id"], invalid["name"], invalid["args"]) == ("call_1", "get_order", arguments)
+    back = from_langchain_messages(sent[1:4])
+    assert back[1]["tool_calls"] == history[1]["tool_calls"] and back[2] == history[2]
+    # The next turn reads LangChain's messages back: the call and its result still pair.
+    again = prompt.format_prompt(question="Once more.", history=sent[1:-1]).messages
+    assert again[2].invalid_tool_calls == reply.invalid_tool_calls  # type: ignore[attr-defined]
+
+
+def test_tool_arguments_that_cannot_be_json_are_refused_with_the_field() -> None:
+    reply = AIMessage(
+        content="",
+        tool_calls=[{"name": "t", "args": {"ids": {1, 2}}, "id": "c1", "type": "tool_call"}],
+    )
+    with pytest.raises(InvalidInputError) as raised:
+        from_langchain_messages([HumanMessage(content="hi"), reply])
+    assert raised.value.field == "history[1].tool_calls[0].args"

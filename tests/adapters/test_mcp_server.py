@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
+import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -18,6 +20,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from membrane.compiler import ContextCompiler
+from membrane.errors import ToolPairingError
 from membrane.records import MemoryItem
 from tests.adapters import _budget
 from tests.adapters._examples import LOOPBACK_SITE
@@ -150,3 +153,107 @@ def test_mcp_round_trip_over_stdio() -> None:
 
     bad = out["bad"]
     assert (bad.isError if hasattr(bad, "isError") else bad.is_error) is True
+
+
+# ------------------------------------------------ issue 35, point 17: errors reach the client
+
+
+async def _call_compile(arguments: dict[str, Any]) -> Any:
+    with open(os.devnull, "w") as errlog:
+        async with (
+            stdio_client(_server(), errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool("compile", arguments)
+
+
+def test_a_membrane_error_reaches_the_client_with_its_field() -> None:
+    history = [
+        {"role": "user", "content": "Look up my order."},
+        {"role": "tool", "tool_call_id": "call_9", "content": "A-55"},
+    ]
+    result = anyio.run(
+        _call_compile, {"user_message": "hi", "max_tokens": 400, "conversation_messages": history}
+    )
+    assert (result.isError if hasattr(result, "isError") else result.is_error) is True
+    text = " ".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+    local = ContextCompiler(400)
+    try:
+        local.compile([], "hi", conversation_messages=history)
+    except ToolPairingError as exc:
+        expected = exc
+    assert f"ToolPairingError (field {expected.field}): {expected}" in text
+    assert "call_9" in text and expected.field == "conversation_messages[1]"
+
+
+def _raw_server() -> subprocess.Popen[bytes]:
+    params = _server()
+    return subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(params.env or {})},
+    )
+
+
+def _exchange(proc: subprocess.Popen[bytes], line: bytes, timeout: float = 20.0) -> Any:
+    """Send one line; the next JSON-RPC message the server writes (None after ``timeout``)."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(line + b"\n")
+    proc.stdin.flush()
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            return None
+    return json.loads(proc.stdout.readline())
+
+
+_VERSION = "2025-11-25"
+
+
+def test_a_malformed_request_gets_a_json_rpc_error() -> None:
+    proc = _raw_server()
+    try:
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": _VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }
+        assert _exchange(proc, json.dumps(hello).encode())["id"] == 1
+        assert proc.stdin is not None
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        no_method = _exchange(proc, b'{"jsonrpc": "2.0", "id": 5}')
+        assert no_method["id"] == 5 and no_method["error"]["code"] == -32600
+        listed = b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": [1, 2]}'
+        wrong_params = _exchange(proc, listed)
+        assert wrong_params["id"] == 6 and wrong_params["error"]["code"] == -32600
+        assert "'params'" in wrong_params["error"]["message"]
+        surrogate = (
+            b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "compile", '
+            b'"arguments": {"user_message": "\\ud800", "max_tokens": 50}}}'
+        )
+        lone = _exchange(proc, surrogate)
+        assert lone["id"] == 7 and lone["error"]["code"] == -32600
+        assert "surrogate" in lone["error"]["message"]
+        garbage = _exchange(proc, b"this is not json")
+        assert garbage.get("id") is None and garbage["error"]["code"] == -32700
+        # The server still serves: a well-formed call after the bad lines is answered.
+        ping = _exchange(proc, b'{"jsonrpc": "2.0", "id": 8, "method": "ping"}')
+        assert ping == {"jsonrpc": "2.0", "id": 8, "result": {}}
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()

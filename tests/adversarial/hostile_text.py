@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
@@ -32,21 +33,23 @@ from membrane.prompt_text import (
 __all__ = [
     "INVISIBLE",
     "LINE_BREAKS",
-    "MEMORY_LINE",
+    "MemoryLine",
     "filler_turns",
     "folded",
     "has_citable_tag",
     "has_interrupt_opener",
+    "has_section_marker",
     "header_lookalike",
     "hostile_history",
     "hostile_text",
     "index_entries",
+    "index_line",
     "interrupt_lookalike",
     "lookalike",
     "mem_tag_lookalike",
+    "memory_line",
     "region_text",
     "structural_lines",
-    "unescaped_bars",
 ]
 
 #: Characters a reader does not see (zero-width space, joiners, word joiner, BOM, soft hyphen,
@@ -103,6 +106,17 @@ _INTERRUPT_OPENER = INTERRUPT_OPEN.lower()
 _HEADERS = frozenset(
     folded(h) for h in (CURRENT_MESSAGE_HEADER, LAST_REPLY_HEADER, RECALL_HEADER.splitlines()[0])
 )
+_SECTION_MARKERS = _HEADERS | {
+    folded("<ACTIVE_SYSTEM_DIRECTIVES>"),
+    folded("</ACTIVE_SYSTEM_DIRECTIVES>"),
+}
+
+
+def has_section_marker(text: str) -> bool:
+    """Whether ``text`` holds a section header or a directives tag, anywhere in a line, in any
+    spelling this module knows."""
+    key = folded(text)
+    return any(marker in key for marker in _SECTION_MARKERS)
 
 
 def has_citable_tag(text: str) -> bool:
@@ -127,17 +141,98 @@ def structural_lines(text: str) -> list[str]:
     return out
 
 
-#: A memory line as Membrane writes it: every ``\``, ``|`` and ``=`` inside a field is escaped.
-_FIELD = r"(?:[^|=\\\n]|\\[|=\\])*"
-MEMORY_LINE = re.compile(
-    rf"\[Mem:(\d+)\] \[[^\]\n]+\] kind=({_FIELD}) \| text=({_FIELD})(?: \| conf=[^ |\n]+|…)"
-)
-_INDEX_LINE = re.compile(r'- ([^"\n]+): ("(?:[^"\\\n]|\\.)*")')
+@dataclass(frozen=True)
+class MemoryLine:
+    """A memory line read back into its fields (``conf`` is None on a thinned line)."""
+
+    number: int
+    label: str
+    kind: str
+    text: str
+    conf: str | None
 
 
-def unescaped_bars(line: str) -> int:
-    """How many ``|`` of ``line`` are not escaped by a backslash."""
-    return len(re.findall(r"(?<!\\)(?:\\\\)*\|", line))
+_LINE_HEAD = re.compile(r"\[Mem:(\d+)\] \[([^\]\n]+)\] kind=")
+_CONF = re.compile(r" \| conf=([^ |\n]+)")
+
+
+def _field(line: str, start: int) -> tuple[str, int] | None:
+    """The field value opening at ``start`` and where it ends, read as the docs describe it:
+    a Markdown code span (a run of backticks, then everything up to the first run of the same
+    length; one space inside each fence is padding when both are there), or a bare value that
+    opens with no backtick and holds no ``|``."""
+    if line.startswith("`", start):
+        fence = re.compile("`+").match(line, start)
+        assert fence is not None
+        closing = re.compile(f"(?<!`){fence.group()}(?!`)").search(line, fence.end())
+        if closing is None:
+            return None
+        inner = line[fence.end() : closing.start()]
+        if len(inner) > 2 and inner[0] == inner[-1] == " " and inner.strip():
+            inner = inner[1:-1]
+        return inner, closing.end()
+    bar = line.find("|", start)
+    end = len(line) if bar < 0 else bar - 1
+    if end < start or (bar >= 0 and line[end] != " "):
+        return None
+    return line[start:end], end
+
+
+def memory_line(line: str) -> MemoryLine | None:
+    """``line`` read as a memory line, or None when it is not one: the tag and label, then
+    ``kind=<field> | text=<field>``, then `` | conf=<c>`` or the thin mark ``…``. A field
+    cannot hold a ``|`` outside a code span, so a caller's text cannot add a field."""
+    head = _LINE_HEAD.match(line)
+    if head is None:
+        return None
+    kind = _field(line, head.end())
+    if kind is None or not line.startswith(" | text=", kind[1]):
+        return None
+    text = _field(line, kind[1] + len(" | text="))
+    if text is None:
+        return None
+    value, rest = text[0], line[text[1] :]
+    if rest == "" and value.endswith("…"):
+        return MemoryLine(int(head.group(1)), head.group(2), kind[0], value[:-1], None)
+    if rest == "…":
+        return MemoryLine(int(head.group(1)), head.group(2), kind[0], value, None)
+    conf = _CONF.fullmatch(rest)
+    if conf is None:
+        return None
+    return MemoryLine(int(head.group(1)), head.group(2), kind[0], value, conf.group(1))
+
+
+def index_line(line: str) -> tuple[str, str] | None:
+    """``(speaker, quoted text)`` of an eviction-index line, or None when it is not one:
+    ``- `` and a speaker holding ``"`` only inside JSON objects (a call's arguments), then
+    ``: `` and one JSON string that ends the line."""
+    if not line.startswith("- "):
+        return None
+    decoder = json.JSONDecoder()
+    i = 2
+    while i < len(line):
+        if line[i] == "{":
+            try:
+                arguments, i = decoder.raw_decode(line, i)
+            except ValueError:
+                return None
+            if not isinstance(arguments, dict):
+                return None
+            continue
+        if line[i] == '"':
+            if line[i - 2 : i] != ": ":
+                return None
+            try:
+                quote, end = decoder.raw_decode(line, i)
+            except ValueError:
+                return None
+            if end != len(line) or not isinstance(quote, str):
+                return None
+            return line[2 : i - 2], quote
+        if line[i] == "\n":
+            return None
+        i += 1
+    return None
 
 
 def index_entries(system_text: str, core: str) -> list[tuple[str, str]]:
@@ -151,9 +246,9 @@ def index_entries(system_text: str, core: str) -> list[tuple[str, str]]:
     assert system_text.startswith(head), system_text[: len(head) + 80]
     out = []
     for line in system_text[len(head) :].split("\n"):
-        match = _INDEX_LINE.fullmatch(line)
-        assert match is not None, line
-        out.append((match.group(1), json.loads(match.group(2))))
+        entry = index_line(line)
+        assert entry is not None, line
+        out.append(entry)
     return out
 
 

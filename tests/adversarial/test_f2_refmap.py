@@ -28,11 +28,11 @@ from membrane import (
 )
 from membrane.prompt_text import neutralise
 from tests.adversarial.hostile_text import (
-    MEMORY_LINE,
     has_citable_tag,
     has_interrupt_opener,
     hostile_text,
     mem_tag_lookalike,
+    memory_line,
     region_text,
 )
 
@@ -53,7 +53,7 @@ def test_f2_a_tag_in_memory_text_does_not_put_a_dropped_memory_in_the_ref_map() 
         _reproducer_memories(), "hello"
     )
     final = result.messages[-1]["content"]
-    sent = [int(m.group(1)) for m in map(MEMORY_LINE.match, final.splitlines()) if m]
+    sent = [m.number for m in map(memory_line, final.splitlines()) if m]
     assert sent == [1, 2] and result.metadata["segments_kept"] == 2
     assert result.ref_map == {1: "doc-1", 2: "doc-2"}
     # the tag in memory 1's text is still readable, but no longer a citation
@@ -65,9 +65,9 @@ def _memory_numbers(result: object) -> list[int]:
     lines = region_text(result, "memories").splitlines()
     numbers = []
     for line in filter(None, lines):
-        match = MEMORY_LINE.fullmatch(line)
-        assert match is not None, line
-        numbers.append(int(match.group(1)))
+        parsed = memory_line(line)
+        assert parsed is not None, line
+        numbers.append(parsed.number)
         # nothing after the opening tag can be cited, nor opens an interrupt
         rest = line.split("]", 1)[1]
         assert not has_citable_tag(rest) and not has_interrupt_opener(rest), line

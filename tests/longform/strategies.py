@@ -9,6 +9,7 @@ NaN and infinity, signed zeros, vectors one float32 ulp apart, ties, and wrong t
 from __future__ import annotations
 
 import base64
+import math
 import struct
 from typing import Any
 
@@ -127,17 +128,25 @@ def near_duplicate_rows(draw: st.DrawFn, dim: int) -> list[list[float]]:
     return rows
 
 
+def _normalised(values: list[float]) -> list[float]:
+    norm = math.sqrt(math.fsum(x * x for x in values))
+    return [x / norm for x in values] if norm and math.isfinite(norm) else values
+
+
 @st.composite
 def stored_rows(draw: st.DrawFn, dim: int) -> list[Any]:
-    """``[id, stored value]`` rows: encodings of the query's dimension, near-duplicates,
-    other dimensions, damaged base64, NaN and infinite components."""
+    """``[id, stored value]`` rows: encodings of the query's dimension (normalised as the wire
+    format asks, or raw as a writer that skips it stores them), near-duplicates, other
+    dimensions, damaged base64, NaN and infinite components."""
     rows: list[Any] = []
     kinds = st.sampled_from(
-        ["vector", "vector", "vector", "dupes", "other-dim", "garbage", "nonfinite", "empty"]
+        ["vector", "vector", "raw", "dupes", "other-dim", "garbage", "nonfinite", "empty"]
     )
     for _ in range(draw(st.integers(0, 14))):
         kind = draw(kinds)
         if kind == "vector":
+            rows.append(wire(_normalised(draw(components(dim).filter(lambda v: any(v))))))
+        elif kind == "raw":
             rows.append(wire(draw(components(dim).filter(lambda v: any(v)))))
         elif kind == "dupes":
             rows.extend(wire(v) for v in draw(near_duplicate_rows(dim)))

@@ -194,13 +194,14 @@ def test_search_skips_bad_rows_and_other_dimensions(use_numpy: bool) -> None:
 def test_search_survives_extreme_stored_values(use_numpy: bool) -> None:
     # Rows written by other tools may be unnormalised or hold infinities; the float32 product
     # overflows on them, which must neither warn (warnings are errors here) nor change hits.
+    # An unnormalised row is scored by its cosine: the huge one no longer wins.
     big = base64.b64encode(struct.pack("<3f", 3e38, 3e38, -3e38)).decode()
     inf = base64.b64encode(struct.pack("<3f", math.inf, 1.0, 0.0)).decode()
     tiny = base64.b64encode(struct.pack("<3f", 1e-45, 1e-45, 0.0)).decode()
     rows = [("big", big), ("inf", inf), ("tiny", tiny), ("unit", encode_vector([1.0, 1.0, 0.0]))]
     hits = search_top_k([1.0, 1.0, 0.0], rows, lambda r: r[1], use_numpy=use_numpy)
-    assert [h.row[0] for h in hits] == ["big"]
-    assert hits[0].score == pytest.approx(6e38 / math.sqrt(2))  # not cosine: rows are trusted
+    assert [h.row[0] for h in hits] == ["tiny", "unit"]
+    assert [h.score for h in hits] == pytest.approx([1.0, 1.0])
     everything = search_top_k(
         [1.0, 1.0, 0.0],
         rows,
@@ -209,7 +210,8 @@ def test_search_survives_extreme_stored_values(use_numpy: bool) -> None:
         relative_floor=0.0,
         use_numpy=use_numpy,
     )
-    assert [h.row[0] for h in everything] == ["big", "unit", "tiny"]
+    assert [h.row[0] for h in everything] == ["tiny", "unit", "big"]
+    assert everything[2].score == pytest.approx(2 / math.sqrt(6))
 
 
 @pytest.mark.parametrize("use_numpy", [False, True])
@@ -340,6 +342,11 @@ def reference_search(
         score = 0.0
         for a, b in zip(unit, vec, strict=True):
             score += a * b
+        # A row its writer did not normalise is scored by its cosine (the squares of float32
+        # values are exact, so fsum gives the correctly rounded norm).
+        row_norm = math.sqrt(math.fsum(v * v for v in vec))
+        if row_norm and abs(row_norm - 1.0) > 1e-3:
+            score /= row_norm
         if score >= min_score:
             scored.append((index, name, score))
     scored.sort(key=lambda t: (-t[2], t[0]))

@@ -475,7 +475,8 @@ def test_a_tool_result_line_names_what_the_call_asked(
     tracker.update(history, "h")
     lines = [line.text for line in tracker.lines if "6DB2-M3" in line.text]
     assert len(lines) == 1
-    assert "crm entity=Slate Health, limit=1)" in lines[0]  # scalars only, in order
+    # scalars only, in order, quoted as JSON
+    assert '(crm {"entity": "Slate Health", "limit": 1}): ' in lines[0]
 
 
 def test_a_short_sentence_naming_a_topic_does_not_pull_in_the_one_before() -> None:

@@ -55,12 +55,13 @@ from membrane.longform.vector import (
     ScoredRow,
     _candidates,
     _check_search_args,
-    _dot,
+    _numbers,
     _raw_bytes,
+    _row_score,
     _select,
     _unit,
     decode_vector,
-    encode_vector,
+    encode_checked,
     numpy_available,
     search_top_k,
 )
@@ -276,7 +277,7 @@ def _encoded(embedding: Sequence[float] | str | None, field: str) -> str | None:
                 field=field,
             )
         return embedding
-    return encode_vector(embedding)
+    return encode_checked(embedding, field)
 
 
 def _coarse_to_fine(count: int) -> list[int]:
@@ -568,7 +569,7 @@ class LongformStore:
             chosen = _candidates(matrix, norms, query32, k, min_score, relative_floor, usable)
         scored = []
         for position in chosen.tolist():
-            score = _dot(query, matrix[position].tolist())
+            score = _row_score(query, matrix[position].tolist())
             if not score < min_score:
                 scored.append((int(numbers[position]), score))
         # Chapter order is the row order search_top_k sees, and so the order of equal scores.
@@ -594,8 +595,7 @@ class LongformStore:
         between calls; ``use_numpy=False`` decodes every row in pure Python each time.
         """
         _check_search_args(k, min_score, relative_floor)
-        if isinstance(query, (str, bytes)):
-            raise TypeError("search expects the query as a sequence of numbers")
+        query = _numbers(query, "query")
         excluded = sorted({check_chapter(number, "exclude") for number in exclude})
         if before_chapter is not None:
             check_chapter(before_chapter, "before_chapter")
@@ -882,8 +882,8 @@ class LongformStore:
         if recent_chapters < 0:
             raise InvalidInputError("recent_chapters must be >= 0", field="recent_chapters")
         _check_search_args(k, min_score, relative_floor)
-        if isinstance(query_embedding, (str, bytes)):
-            raise TypeError("query_embedding must be a sequence of numbers")
+        if query_embedding is not None:
+            query_embedding = _numbers(query_embedding, "query_embedding")
         recent_from = max(1, chapter - recent_chapters)
         sampled = skeleton_chapters(chapter, recent_from)
         with self._read("assemble memory block") as db:

@@ -5,7 +5,9 @@ little-endian IEEE-754 float32 values and base64-encoded (standard alphabet, wit
 The arithmetic follows the published ``longform-memory`` 0.1.1 package step for step (the
 squares and the products are summed left to right in float64), so the bytes written and the
 scores computed here are bit-identical to it. Because rows are normalised when written, cosine
-similarity is a dot product.
+similarity is a dot product. A stored row that is not unit-length (written by another tool that
+does not normalise) is scored by its cosine, the dot product divided by its norm, so it cannot
+outscore every honest row; the published package scores it by the raw dot product.
 
 Search is brute force: fine for one document's worth of vectors (thousands), not for a corpus.
 With NumPy installed the scoring is vectorised; the rows returned, their order and their scores
@@ -17,8 +19,10 @@ from __future__ import annotations
 
 import base64
 import math
+import numbers
 import operator
 import struct
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -32,6 +36,7 @@ __all__ = [
     "DEFAULT_MIN_SCORE",
     "NUMPY_MIN_ROWS",
     "RELATIVE_FLOOR",
+    "UNIT_TOLERANCE",
     "ScoredRow",
     "decode_vector",
     "encode_vector",
@@ -55,6 +60,11 @@ RELATIVE_FLOOR: Final = 0.88
 #: Below this many rows the automatic choice stays on the pure-Python path, where the cost of
 #: building arrays would outweigh the vectorised dot products.
 NUMPY_MIN_ROWS: Final = 64
+
+#: A stored row whose norm is further than this from 1 was not normalised by its writer: it is
+#: scored by its cosine (dot product over norm). Rows written by :func:`encode_vector`, or by
+#: any writer that normalises before rounding to float32, are within 2**-23 of 1.
+UNIT_TOLERANCE: Final = 1e-3
 
 _INF: Final = float("inf")
 
@@ -87,6 +97,46 @@ def _dot(a: Sequence[float], b: Sequence[float]) -> float:
     return total
 
 
+def _off_unit_norm(values: Sequence[float]) -> float | None:
+    """The norm of a stored row that is not unit-length, or None for a unit one.
+
+    The squares of float32 values are exact in float64 and ``fsum`` rounds their sum once, so
+    every search path reaches the same decision for the same row. A plain sum, off by far less
+    than half the tolerance, settles the common case (a unit row) first.
+    """
+    if abs(sum(map(operator.mul, values, values)) - 1.0) <= UNIT_TOLERANCE:
+        return None
+    norm = math.sqrt(math.fsum(map(operator.mul, values, values)))
+    return None if abs(norm - 1.0) <= UNIT_TOLERANCE else norm
+
+
+def _row_score(query: Sequence[float], values: Sequence[float]) -> float:
+    """Cosine of a stored row with the (unit) query: the dot product, over the row's norm when
+    the row is not unit-length (a zero row scores its dot product, 0)."""
+    score = _dot(query, values)
+    norm = _off_unit_norm(values)
+    return score / norm if norm else score
+
+
+def _numbers(vector: Any, field: str) -> list[Any]:
+    """``vector``'s components, each a real number; an int too large for a float is read as
+    the infinity of its sign (so the vector encodes and scores as any infinite one does)."""
+    if isinstance(vector, (str, bytes)):
+        raise TypeError(f"{field} must be a sequence of numbers, not a string")
+    try:
+        values = list(vector)
+    except TypeError:
+        raise TypeError(f"{field} must be a sequence of numbers") from None
+    for i, x in enumerate(values):
+        if not isinstance(x, numbers.Real):
+            raise InvalidInputError(
+                f"{field}[{i}] must be a real number, got {type(x).__name__}", field=f"{field}[{i}]"
+            )
+        if isinstance(x, int) and not -sys.float_info.max <= x <= sys.float_info.max:
+            values[i] = _INF if x > 0 else -_INF
+    return values
+
+
 def _encode(vector: Any) -> str:
     values = _unit(vector)
     return base64.b64encode(struct.pack(f"<{len(values)}f", *values)).decode("ascii")
@@ -95,17 +145,23 @@ def _encode(vector: Any) -> str:
 def encode_vector(vector: Sequence[float]) -> str:
     """Normalise ``vector`` and encode it in the wire format.
 
-    A zero vector, or one with a NaN or infinite component (or whose squares overflow),
-    encodes as zeros of the same dimension.
+    A zero vector, or one with a NaN or infinite component (an int too large for a float
+    counts as infinite) or whose squares overflow, encodes as zeros of the same dimension. A
+    component that is not a real number (None, a complex, a string) raises
+    :class:`~membrane.errors.InvalidInputError` naming it.
 
     >>> encode_vector([3.0, 4.0])
     'mpkZP83MTD8='
     """
-    if isinstance(vector, (str, bytes)):
-        raise TypeError("encode_vector expects a sequence of numbers, not a string")
-    if len(vector) == 0:
-        raise InvalidInputError("cannot encode an empty vector", field="vector")
-    return _encode(vector)
+    return encode_checked(vector, "vector")
+
+
+def encode_checked(vector: Any, field: str) -> str:
+    """:func:`encode_vector` with errors naming ``field``."""
+    values = _numbers(vector, field)
+    if not values:
+        raise InvalidInputError("cannot encode an empty vector", field=field)
+    return _encode(values)
 
 
 def _raw_bytes(encoded: Any) -> bytes | None:
@@ -186,7 +242,8 @@ def _score_rows(
     finite_only: bool,
 ) -> list[tuple[int, float]]:
     """``(position, score)`` of every row of the query's dimension scoring at least
-    ``min_score``, in row order. ``finite_only`` skips rows holding NaN or infinity."""
+    ``min_score``, in row order. ``finite_only`` (Membrane's rules, not the published ones)
+    skips rows holding NaN or infinity and scores a row that is not unit-length by its cosine."""
     width = 4 * len(query)
     scored: list[tuple[int, float]] = []
     for position, row in enumerate(rows):
@@ -196,7 +253,7 @@ def _score_rows(
         values = _unpack(raw)
         if finite_only and not _finite(values):
             continue
-        score = _dot(query, values)
+        score = _row_score(query, values) if finite_only else _dot(query, values)
         if score < min_score:
             continue
         scored.append((position, score))
@@ -253,6 +310,17 @@ def _candidates(
     with np.errstate(all="ignore"):
         approx = (matrix @ query32).astype(np.float64)
         margin = norms * factor + dimension * 2.0**-120
+        # Rows that are not unit-length are scored by their cosine (_row_score): divide their
+        # score and its error bound by the norm. Near the tolerance the exact rule may read a
+        # row either way, which moves its score by at most |norm - 1|: the margin covers both.
+        drift = np.abs(norms - 1.0)
+        off = (drift > UNIT_TOLERANCE / 2) & (norms > 0)
+        if off.any():
+            divisor = np.where(off, norms, 1.0)
+            approx = approx / divisor
+            margin = margin / divisor + np.where(
+                np.abs(drift - UNIT_TOLERANCE) <= UNIT_TOLERANCE / 2, 2 * UNIT_TOLERANCE, 0.0
+            )
         wild = ~np.isfinite(approx) | ~np.isfinite(margin)
         approx[wild] = 0.0
         margin[wild] = np.inf
@@ -310,7 +378,7 @@ def _decode_matrix(encoded: Sequence[object], dimension: int) -> tuple[list[int]
 
 def _exact(query: list[float], matrix: Any, positions: Any) -> list[tuple[int, float]]:
     """``(position, exact score)`` for the given matrix rows, in position order."""
-    return [(int(p), _dot(query, matrix[p].tolist())) for p in sorted(positions.tolist())]
+    return [(int(p), _row_score(query, matrix[p].tolist())) for p in sorted(positions.tolist())]
 
 
 def _search_numpy(
@@ -350,7 +418,8 @@ def search_top_k(
 
     ``get_embedding`` returns a row's stored vector in the wire format. Rows whose vector does
     not decode, holds NaN or infinity, or has another dimension than the query (a store
-    half-migrated to another embedding model) are skipped. A hit scores at least ``min_score``
+    half-migrated to another embedding model) are skipped; a row that is not unit-length is
+    scored by its cosine. A hit scores at least ``min_score``
     and at least ``relative_floor`` times the best hit; at most ``k`` are returned, equal
     scores in input order. ``use_numpy``: None picks NumPy when it is installed and there are
     enough rows, True requires it, False never uses it; all three return the same hits.
@@ -360,9 +429,7 @@ def search_top_k(
     ['cellar']
     """
     _check_search_args(k, min_score, relative_floor)
-    if isinstance(query, (str, bytes)):
-        raise TypeError("search_top_k expects the query as a sequence of numbers")
-    normalised = _unit(query)
+    normalised = _unit(_numbers(query, "query"))
     if k == 0 or not normalised:
         return []
     if use_numpy is None:

@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from membrane.messages._checks import check_text, find_lone_surrogate
 from membrane.messages._digest import CheckedPrefix, HistoryVersion, check_history, prefix_digest
-from membrane.messages._images import ImageCost, ImageTally, image_size, image_tokens
+from membrane.messages._images import (
+    MAX_IMAGE_SIDE,
+    ImageCost,
+    ImageTally,
+    image_size,
+    image_tokens,
+)
 from membrane.messages._pairing import (
     HistoryUnit,
     group_units,
@@ -55,6 +61,7 @@ from membrane.messages._tools import (
 
 __all__ = [
     "IMAGE_PART_TEXT",
+    "MAX_IMAGE_SIDE",
     "MAX_NAME_CHARS",
     "PERSON_ROLES",
     "TIMESTAMP_KEY",

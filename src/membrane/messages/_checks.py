@@ -16,7 +16,7 @@ from typing import Any
 
 from membrane.errors import InvalidInputError
 
-__all__ = ["check_message_details", "check_text", "find_lone_surrogate"]
+__all__ = ["check_message_details", "check_text", "find_lone_surrogate", "has_lone_surrogate"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_DEPTH = 64
@@ -25,6 +25,11 @@ _MAX_DEPTH = 64
 def _has_surrogate(text: str) -> bool:
     # isascii() is a fast scan; most text never reaches the pattern.
     return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate, which UTF-8 cannot encode."""
+    return _has_surrogate(text)
 
 
 def find_lone_surrogate(value: object, where: str, depth: int = 0) -> str | None:

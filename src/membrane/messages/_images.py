@@ -37,9 +37,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ImageCost", "ImageTally", "image_size", "image_tokens"]
+__all__ = ["MAX_IMAGE_SIDE", "ImageCost", "ImageTally", "image_size", "image_tokens"]
 
 Size = tuple[int, int]
+
+#: The largest width or height an image may declare: what a PNG header can hold (2**31 - 1).
+MAX_IMAGE_SIDE = 2**31 - 1
 
 _OPENAI_BASE, _OPENAI_TILE, _OPENAI_LOW = 85, 170, 85
 _CLAUDE_LONG_EDGE, _CLAUDE_MAX_TOKENS, _CLAUDE_PIXELS_PER_TOKEN = 1568, 1600, 750
@@ -60,8 +63,10 @@ def _openai(size: Size, detail: str | None) -> int:
     short = min(w, h)
     if short > 768:
         w, h = w * 768 / short, h * 768 / short
-    tiles = math.ceil(int(w) / 512) * math.ceil(int(h) / 512)
-    return _OPENAI_BASE + _OPENAI_TILE * max(tiles, 1)
+    # A side scaled below one pixel is still a pixel wide: 8192 x 3 fits as 2048 x 1 (four
+    # tiles), not 2048 x 0.
+    tiles = math.ceil(max(int(w), 1) / 512) * math.ceil(max(int(h), 1) / 512)
+    return _OPENAI_BASE + _OPENAI_TILE * tiles
 
 
 def _anthropic(size: Size) -> int:

@@ -11,6 +11,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from membrane.prompt_text import call_label
+
 __all__ = [
     "IMAGE_PART_TEXT",
     "MAX_NAME_CHARS",
@@ -122,20 +124,33 @@ def is_call_stub(message: Mapping[str, Any]) -> bool:
 
 
 def _call_label(name: str, arguments: Any) -> str:
-    """A tool's name with what it was asked, e.g. ``search_crm entity=Slate Health``."""
+    """A tool's name with what it was asked, e.g. ``search_crm {"entity": "Slate Health"}``.
+
+    The arguments are quoted as data (:func:`~membrane.prompt_text.call_label`): they were
+    written by a model that may have read an attacker's text.
+    """
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except ValueError:
-            return name
+        except (ValueError, RecursionError):
+            return call_label(name, (), _CALL_LABEL_CHARS)
     if not isinstance(arguments, Mapping):
-        return name
-    asked = ", ".join(
-        f"{key}={value}" for key, value in arguments.items() if isinstance(value, (str, int, float))
-    )
-    if len(asked) > _CALL_LABEL_CHARS:
-        asked = asked[: _CALL_LABEL_CHARS - 1].rstrip() + "…"
-    return f"{name} {asked}" if asked else name
+        return call_label(name, (), _CALL_LABEL_CHARS)
+    asked = [
+        (str(key), value)
+        for key, value in arguments.items()
+        if isinstance(value, str) or (isinstance(value, (int, float)) and _shows(value))
+    ]
+    return call_label(name, asked, _CALL_LABEL_CHARS)
+
+
+def _shows(number: int | float) -> bool:
+    """Whether a number can be written as JSON (an int of more than 4,300 digits cannot)."""
+    try:
+        json.dumps(number)
+    except ValueError:
+        return False
+    return True
 
 
 def tool_call_labels(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -166,7 +181,8 @@ def speaker_label(message: Mapping[str, Any], calls: Mapping[str, str]) -> str:
     role = str(message.get("role", "user"))
     if role == "tool":
         call = calls.get(str(message.get("tool_call_id", "")), "tool")
-        return f"tool result ({message.get('name') or call})"
+        name = message.get("name")
+        return f"tool result ({call_label(str(name), (), 0) if name else call})"
     content = message.get("content")
     if isinstance(content, list):
         answered = [

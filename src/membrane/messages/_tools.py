@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from membrane.errors import InvalidInputError
+from membrane.messages._checks import find_lone_surrogate, has_lone_surrogate
 
 __all__ = ["ToolSpec", "normalize_tools", "tools_fingerprint", "tools_overhead", "tools_text"]
 
@@ -42,7 +43,7 @@ class ToolSpec:
 
     def json_line(self) -> str:
         body = {"name": self.name, "description": self.description, "parameters": self.parameters}
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _spec(given: object, where: str) -> ToolSpec:
@@ -69,7 +70,30 @@ def _spec(given: object, where: str) -> ToolSpec:
             f"{where}: the parameter schema must be a JSON Schema object", field=where
         )
     strict = item.get("strict")
-    return ToolSpec(name, description, dict(schema), strict if isinstance(strict, bool) else None)
+    spec = ToolSpec(name, description, dict(schema), strict if isinstance(strict, bool) else None)
+    _check_json(spec, given, where)
+    return spec
+
+
+def _check_json(spec: ToolSpec, given: object, where: str) -> None:
+    """``spec`` can be sent: it is JSON (no cycle, no set, bytes or NaN, nested at most as
+    deep as the encoder goes) and UTF-8 can encode it."""
+    try:
+        line = spec.json_line()
+    except (TypeError, ValueError, RecursionError) as exc:
+        reason = "it nests too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise InvalidInputError(
+            f"{where} must be JSON (dicts with string keys, lists, strings, finite numbers, "
+            f"booleans, null) to be sent: {reason}",
+            field=where,
+        ) from None
+    if has_lone_surrogate(line):
+        found = find_lone_surrogate(given, where) or where
+        raise InvalidInputError(
+            f"{found} holds a lone surrogate (half of a UTF-16 pair), which no request can "
+            "encode; decode the source text with errors='replace' or fix it",
+            field=found,
+        )
 
 
 def normalize_tools(tools: object, *, field: str = "tools") -> tuple[ToolSpec, ...]:

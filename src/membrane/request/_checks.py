@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import sys
 from collections.abc import Mapping, Sequence
 
 from membrane.errors import InvalidInputError
@@ -86,9 +87,13 @@ def check_scale(value: object) -> None:
     if value is None:
         return
     ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not ok or not (0 < float(value) < float("inf")):  # type: ignore[arg-type]
+    # An int too large for a float (10**400) is as unusable as an infinite scale; Python
+    # compares ints and floats exactly, so the bound needs no conversion.
+    if not ok or not (0 < value <= sys.float_info.max):  # type: ignore[operator]
+        shown = f"an int of {value.bit_length()} bits" if isinstance(value, int) else repr(value)
         raise InvalidInputError(
-            f"token_scale must be a positive number or None, got {value!r}", field="token_scale"
+            f"token_scale must be a positive finite number or None, got {shown}",
+            field="token_scale",
         )
 
 

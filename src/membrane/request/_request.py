@@ -8,7 +8,7 @@ state store is read, and a caller's compressor runs, after it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -115,13 +115,13 @@ def normalise(
     settings: CompilerSettings,
     counter: MemoizedCounter,
     scale: tuple[float, int],
-    checked: CheckedPrefix | None,
+    proofs: Callable[[str], CheckedPrefix | None],
 ) -> CompileRequest:
     """Check ``args`` and build the request.
 
-    ``scale`` is the model's token scale and how many observations shaped it; ``checked`` is
-    what the conversation's last validated history proved (see
-    :func:`membrane.messages.check_history`).
+    ``scale`` is the model's token scale and how many observations shaped it; ``proofs`` gives
+    what a conversation's last validated history proved (see
+    :func:`membrane.messages.check_history`), asked once the conversation id is checked.
     """
     turn, options, history = args.turn, args.options, args.history
     check_compressor(args.memories.compress_sync)
@@ -133,7 +133,10 @@ def normalise(
         turn.dynamic_directives,
         options.conversation_id,
     )
-    messages, proof = check_history(history.messages, checked, history.version)
+    conversation = options.conversation_id
+    if conversation is None:
+        conversation = DEFAULT_CONVERSATION
+    messages, proof = check_history(history.messages, proofs(conversation), history.version)
     profile = options.profile
     label = profile.classify(turn.user_message, messages) if profile is not None else None
     # One capability lookup per compile: the context cap here, caching in the metadata.
@@ -147,11 +150,10 @@ def normalise(
         count=counter.count,
     )
     offer = _offer(args, settings, label)
-    conversation = options.conversation_id
     return CompileRequest(
         history=HistoryRequest(
             messages=messages,
-            conversation=conversation if conversation is not None else DEFAULT_CONVERSATION,
+            conversation=conversation,
             counts=check_message_counts(history.counts, len(messages)),
             proof=proof,
             new_session=history.new_session,

@@ -27,6 +27,7 @@ from membrane.capabilities import (
 )
 from membrane.errors import InvalidInputError
 from membrane.messages import (
+    MAX_IMAGE_SIDE,
     ImageCost,
     ToolSpec,
     normalize_tools,
@@ -127,15 +128,28 @@ def _check_sizes(sizes: Mapping[str, tuple[int, int]] | None) -> dict[str, tuple
             isinstance(url, str)
             and isinstance(size, (tuple, list))
             and len(size) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)
+            and all(
+                isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_IMAGE_SIDE
+                for v in size
+            )
         )
         if not ok:
             raise InvalidInputError(
-                f"image_sizes[{url!r}] must be a (width, height) pair of positive integers",
+                f"image_sizes[{url!r}] must be a (width, height) pair of positive integers of "
+                f"at most {MAX_IMAGE_SIDE:,} pixels, got {_short(size)}",
                 field="image_sizes",
             )
         out[url] = (int(size[0]), int(size[1]))
     return out
+
+
+def _short(value: object) -> str:
+    """``value`` shown in a message, cut short (a 400-digit int is not worth printing)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def check_tools_change(agent: AgentInputs, session: Session) -> bool:

@@ -54,7 +54,11 @@ class ScaleCalibration:
         """The state after one observation; nonsense (zero or negative counts) is ignored."""
         if counted_tokens <= 0 or provider_tokens <= 0:
             return self
-        ratio = min(max(provider_tokens / counted_tokens, _RATIO_FLOOR), _RATIO_CEILING)
+        # Compared before dividing: a count of 10**400 is past the ceiling, not an overflow.
+        if provider_tokens >= _RATIO_CEILING * counted_tokens:
+            ratio = _RATIO_CEILING
+        else:
+            ratio = max(provider_tokens / counted_tokens, _RATIO_FLOOR)
         if self.samples == 0:
             mean, variance = ratio, 0.0
         else:
