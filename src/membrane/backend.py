@@ -64,28 +64,14 @@ def _option_key(value: object) -> Hashable:
     return ("value", type(value).__qualname__, value)
 
 
-class _SerialCompiler(ContextCompiler):
-    """A compiler that runs one synchronous compile at a time.
-
-    The lock covers :meth:`compile` only, never an awaited pre-flight compressor, so a slow
-    compressor call in one task does not hold up other turns of the same configuration.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._turn_lock = threading.Lock()
-
-    def compile(self, *args: Any, **kwargs: Any) -> CompileResult:
-        with self._turn_lock:
-            return super().compile(*args, **kwargs)
-
-
 class CompilerPool:
     """One :class:`ContextCompiler` per configuration, created on first use.
 
-    Safe to share between threads and asyncio tasks: creation happens under a lock, and each
-    compiler compiles one turn at a time. The pool holds at most ``size`` configurations and
-    drops the least recently used one beyond that.
+    Safe to share between threads and asyncio tasks: creation happens under a lock, and a
+    pooled compiler is an ordinary :class:`ContextCompiler`, so compiles of one conversation
+    take turns under its per-conversation lock while different conversations run side by side.
+    The pool holds at most ``size`` configurations and drops the least recently used one beyond
+    that.
     """
 
     def __init__(self, size: int = _POOL_SIZE) -> None:
@@ -114,7 +100,7 @@ class CompilerPool:
         with self._lock:
             compiler = self._entries.get(key)
             if compiler is None:
-                compiler = _SerialCompiler(max_tokens, model_id, core_content, **options)
+                compiler = ContextCompiler(max_tokens, model_id, core_content, **options)
                 self._entries[key] = compiler
                 while len(self._entries) > self._size:
                     self._entries.popitem(last=False)
