@@ -27,6 +27,7 @@ from membrane.messages import message_text
 from membrane.report import note_topic_shift
 from membrane.result import CompileResult
 from membrane.state.async_redis import async_client_from_url, check_async_client, save_ref_map
+from membrane.state.keys import scoped_conversation
 from membrane.stress import record_recent_stress
 
 if TYPE_CHECKING:
@@ -139,13 +140,6 @@ def _recent_user_texts(history: Sequence[Message]) -> list[str]:
     return texts[-RECENT_USER_MESSAGES:]
 
 
-def _conversation_key(user_id: str | None, conversation_id: str | None) -> str | None:
-    if conversation_id is None:
-        return None
-    # The user id's length goes first, so ("a/b", "c") and ("a", "b/c") never share a key.
-    return conversation_id if user_id is None else f"{len(user_id)}:{user_id}/{conversation_id}"
-
-
 def _check_ids(user_msg: object, user_id: object, conversation_id: object) -> None:
     if not isinstance(user_msg, str):
         raise InvalidInputError("user_msg must be a string", field="user_msg")
@@ -205,11 +199,14 @@ async def compile_prompt_async(
     compiled against the state of ``user_id`` + ``conversation_id``. Other keywords go to
     :meth:`ContextCompiler.compile_async`.
 
-    ``persist_ref_map_to_redis=True`` saves the ref map under ``MEMBRANE_REF_MAP_PREFIX`` +
-    ``conversation_id`` for ``MEMBRANE_REF_MAP_TTL_SECONDS`` through ``redis_client`` (a
-    ``redis.asyncio`` client), or a client made for ``MEMBRANE_REDIS_URL`` and closed after.
-    ``redis_client`` also caches pre-flight summaries of ``compress_async``, and with
-    ``record_stress=True`` keeps the turn's recent-stress record (:mod:`membrane.stress`).
+    ``persist_ref_map_to_redis=True`` saves the ref map for ``MEMBRANE_REF_MAP_TTL_SECONDS``
+    through ``redis_client`` (a ``redis.asyncio`` client), or a client made for
+    ``MEMBRANE_REDIS_URL`` and closed after; read it back with
+    :func:`~membrane.state.get_ref_map_for_conversation` given the same ``conversation_id``,
+    ``user_id`` and ``state_namespace``. ``redis_client`` also caches pre-flight summaries of
+    ``compress_async``, and with ``record_stress=True`` keeps the turn's recent-stress record
+    (:mod:`membrane.stress`). Every one of these keys carries the conversation state's scope
+    (namespace, user, conversation), so no caller reads another's.
 
     With an ``embedder``, ``metadata["topic_shift"]`` says whether ``user_msg`` leaves the topic
     of the last user messages; otherwise it is None and ``metadata["topic_shift_reason"]`` says
@@ -237,7 +234,9 @@ async def compile_prompt_async(
         user_msg,
         conversation_messages=history,
         tier_by_memory_id=tiers,
-        conversation_id=_conversation_key(user_id, conversation_id),
+        conversation_id=None
+        if conversation_id is None
+        else scoped_conversation(user_id, conversation_id),
         compress_async=compress_async,
         redis_client=redis_client,
         **options,
@@ -246,20 +245,24 @@ async def compile_prompt_async(
     result = dataclasses.replace(
         result, metadata=note_topic_shift(result.metadata, shifted, reason)
     )
+    namespace = ctor.get("state_namespace")
+    scope = {"user_id": user_id, "state_namespace": namespace}
     if persist_ref_map_to_redis and conversation_id is not None:
-        await _persist_ref_map(conversation_id, result.ref_map, redis_client)
+        await _persist_ref_map(conversation_id, result.ref_map, redis_client, scope)
     if record_stress and conversation_id is not None:
-        await record_recent_stress(conversation_id, result.metadata, redis_client)
+        await record_recent_stress(conversation_id, result.metadata, redis_client, **scope)
     return result
 
 
-async def _persist_ref_map(conversation_id: str, ref_map: dict[int, str], client: Any) -> None:
+async def _persist_ref_map(
+    conversation_id: str, ref_map: dict[int, str], client: Any, scope: dict[str, Any]
+) -> None:
     if client is not None:
-        await save_ref_map(conversation_id, ref_map, client)
+        await save_ref_map(conversation_id, ref_map, client, **scope)
         return
     own = async_client_from_url()
     try:
-        await save_ref_map(conversation_id, ref_map, own)
+        await save_ref_map(conversation_id, ref_map, own, **scope)
     finally:
         await own.aclose()
 

@@ -142,7 +142,7 @@ async def test_the_async_ref_map_path_takes_an_async_cluster_client(cluster_url:
     await save_ref_map("c{9}", {1: "doc-1"}, client, ttl_seconds=60)
     from membrane import config
 
-    raw = await redis_get(client, config.ref_map_prefix() + "c{9}", "reading")
+    raw = await redis_get(client, config.ref_map_prefix() + "{c%7B9%7D}", "reading")
     assert raw == '{"1": "doc-1"}'
     await client.aclose()
 

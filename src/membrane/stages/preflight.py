@@ -17,6 +17,7 @@ from membrane.errors import InvalidInputError, StoreUnavailable
 from membrane.messages import check_text
 from membrane.prompt_text import mem_numbers
 from membrane.state.async_redis import check_async_client, redis_get, redis_set
+from membrane.state.keys import check_id, preflight_key
 
 __all__ = [
     "AsyncCompressor",
@@ -82,18 +83,22 @@ CacheOutcome = Literal["hit", "miss", "unavailable"]
 
 @dataclass(frozen=True, slots=True)
 class PreflightCache:
-    """Where compressed middles are cached: an async Redis client and the conversation.
+    """Where compressed middles are cached: an async Redis client and the conversation's scope.
 
-    The key is ``MEMBRANE_PREFLIGHT_CACHE_PREFIX`` + conversation id + a digest of the raw middle
-    and the target size, so the same middle compressed to the same target is served from Redis
-    (by any worker) for ``MEMBRANE_PREFLIGHT_CACHE_TTL_SECONDS``.
+    The key is ``MEMBRANE_PREFLIGHT_CACHE_PREFIX`` + the conversation's scope (the compiler's
+    ``state_namespace`` and the id, as in its state key) + a digest of the raw middle and the
+    target size, so the same middle compressed to the same target is served from Redis (by any
+    worker of that tenant) for ``MEMBRANE_PREFLIGHT_CACHE_TTL_SECONDS``.
     """
 
     client: Any
     conversation_id: str
+    namespace: str | None = None
 
     @classmethod
-    def for_call(cls, client: object, conversation_id: str | None) -> PreflightCache | None:
+    def for_call(
+        cls, client: object, conversation_id: object, namespace: str | None = None
+    ) -> PreflightCache | None:
         """The cache a ``compile_async`` call asked for (None without ``redis_client``)."""
         if client is None:
             return None
@@ -103,11 +108,12 @@ class PreflightCache:
                 "redis_client caches pre-flight summaries per conversation; pass conversation_id",
                 field="conversation_id",
             )
-        return cls(client, conversation_id)
+        check_id(conversation_id, "conversation_id")
+        return cls(client, conversation_id, namespace)  # type: ignore[arg-type]
 
     def key(self, raw_middle: str, target_tokens: int) -> str:
         digest = hashlib.sha256(f"{target_tokens}\n{raw_middle}".encode()).hexdigest()
-        return f"{config.preflight_cache_prefix()}{self.conversation_id}:{digest}"
+        return preflight_key(self.conversation_id, self.namespace, digest)
 
 
 async def summarise_middle(

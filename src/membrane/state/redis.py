@@ -22,6 +22,7 @@ from typing import Any, Literal
 from membrane import config
 from membrane.errors import InvalidInputError, StoreUnavailable
 from membrane.state.client import bounded_client, check_client, check_deadline, redis_errors
+from membrane.state.keys import check_id, check_namespace, ref_map_key, scoped_conversation
 from membrane.state.memory import InMemoryStateStore
 from membrane.state.protocol import (
     VERSION_FIELD,
@@ -41,6 +42,10 @@ __all__ = [
 ]
 
 _DEFAULT_PREFIX = "membrane:state:"
+# A saved citation number has at most nine digits: the reader refuses a longer one (and with it
+# the whole map), so the writer refuses it first.
+_MAX_REF_DIGITS = 9
+_MAX_REF = 10**_MAX_REF_DIGITS
 _RECORDED_CALLS = 64
 
 # Compare-and-set in one call on one key (so it runs on a cluster too): the value in ARGV[1],
@@ -217,18 +222,14 @@ class RedisStateStore:
             )
 
 
-def _ref_map_key(conversation_id: object) -> str:
-    if not isinstance(conversation_id, str) or not conversation_id:
-        raise InvalidInputError(
-            f"conversation_id must be a non-empty string, got {conversation_id!r}",
-            field="conversation_id",
-        )
-    if _has_surrogate(conversation_id):
-        raise InvalidInputError(
-            f"conversation_id must be text without lone surrogates, got {conversation_id!r}",
-            field="conversation_id",
-        )
-    return config.ref_map_prefix() + conversation_id
+def _ref_map_key(
+    conversation_id: object, user_id: object = None, state_namespace: object = None
+) -> str:
+    """The ref map's key, in the same scope as the conversation's state (ids checked first)."""
+    check_id(conversation_id, "conversation_id")
+    check_id(user_id, "user_id", optional=True)
+    namespace = check_namespace(state_namespace)
+    return ref_map_key(scoped_conversation(user_id, conversation_id), namespace)  # type: ignore[arg-type]
 
 
 def _has_surrogate(text: str) -> bool:
@@ -258,9 +259,10 @@ def _encode_ref_map(ref_map: object) -> str:
             field="ref_map",
         )
     for number, ref in ref_map.items():
-        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+        if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number < _MAX_REF:
             raise InvalidInputError(
-                f"ref_map keys must be citation numbers (ints >= 0), got {number!r}",
+                f"ref_map keys must be citation numbers (ints from 0 to {_MAX_REF - 1:,}), got "
+                f"{number!r}",
                 field="ref_map",
             )
         if not isinstance(ref, str) or _has_surrogate(ref):
@@ -282,17 +284,22 @@ def set_ref_map_for_conversation(
     conversation_id: str,
     ref_map: dict[int, str],
     *,
+    user_id: str | None = None,
+    state_namespace: str | None = None,
     client: Any = None,
     ttl_seconds: int | None = None,
     deadline_seconds: float | None = None,
 ) -> None:
     """Save a turn's ``ref_map`` so a later request can resolve the model's citations.
 
-    ``client`` must meet the same deadline rules as :class:`RedisStateStore`'s. The key expires
-    after ``ttl_seconds`` (default ``MEMBRANE_REF_MAP_TTL_SECONDS``, 600); it must be >= 1.
-    Bad arguments raise :class:`~membrane.errors.InvalidInputError` before Redis is called.
+    The key carries the conversation's full scope, as its state key does: ``user_id`` and
+    ``state_namespace`` are those ``compile_prompt_async`` was given (read it back with the
+    same). ``client`` must meet the same deadline rules as :class:`RedisStateStore`'s. The key
+    expires after ``ttl_seconds`` (default ``MEMBRANE_REF_MAP_TTL_SECONDS``, 600); it must be
+    >= 1. Bad arguments (a citation number of ten digits or more included) raise
+    :class:`~membrane.errors.InvalidInputError` before Redis is called.
     """
-    key = _ref_map_key(conversation_id)
+    key = _ref_map_key(conversation_id, user_id, state_namespace)
     raw = _encode_ref_map(ref_map)
     ttl = _ref_map_ttl(ttl_seconds)
     client = _ref_map_client(client, deadline_seconds)
@@ -303,14 +310,19 @@ def set_ref_map_for_conversation(
 
 
 def get_ref_map_for_conversation(
-    conversation_id: str, *, client: Any = None, deadline_seconds: float | None = None
+    conversation_id: str,
+    *,
+    user_id: str | None = None,
+    state_namespace: str | None = None,
+    client: Any = None,
+    deadline_seconds: float | None = None,
 ) -> dict[int, str]:
-    """The last saved ``ref_map`` of a conversation ({} when none or expired).
+    """The last saved ``ref_map`` of a user's conversation ({} when none or expired).
 
     A stored value that is not a map of integer citation numbers to string ids is discarded
     with a :class:`~membrane.state.StateStoreWarning` ({} is returned).
     """
-    key = _ref_map_key(conversation_id)
+    key = _ref_map_key(conversation_id, user_id, state_namespace)
     client = _ref_map_client(client, deadline_seconds)
     try:
         raw = client.get(key)
@@ -340,7 +352,7 @@ def _parse_ref_map(raw: str | bytes) -> dict[int, str] | None:
         return None
     out: dict[int, str] = {}
     for number, ref in value.items():
-        if not (number.isascii() and number.isdigit() and len(number) <= 9):
+        if not (number.isascii() and number.isdigit() and len(number) <= _MAX_REF_DIGITS):
             return None
         if not isinstance(ref, str):
             return None
