@@ -149,12 +149,15 @@ class StoreNotes:
     """What went wrong with the state store during one compile (it went on regardless).
 
     ``discarded`` names each value that was read but failed its checks (``"scale"``,
-    ``"conversation"``); ``fallback`` is set once the store was unreachable and the compile
-    used the store's in-process fallback instead.
+    ``"conversation"``); ``fallback`` is set once the store was unreachable for a key and the
+    compile used the store's in-process fallback instead. ``fallback_keys`` are those keys:
+    from then on the compile reads and writes them in the fallback only. Another key (on
+    another cluster node, say) is still read from and written to the store.
     """
 
     discarded: list[str] = field(default_factory=list)
     fallback: bool = False
+    fallback_keys: set[str] = field(default_factory=set)
 
     def stamp(self, report: CompileReport) -> CompileReport:
         """``report`` with these notes in it (the same object when there is nothing to say)."""
@@ -181,13 +184,14 @@ def read_state(
 ) -> dict[str, Any] | None:
     """The value under ``key`` if it passes ``check``; a bad one is discarded with a warning.
 
-    ``check`` returns None for a good value and the reason otherwise. When the store is down
-    and offers an in-process fallback, the fallback is read and ``notes.fallback`` set;
-    without one, :class:`~membrane.errors.StoreUnavailable` propagates.
+    ``check`` returns None for a good value and the reason otherwise. When the store cannot
+    serve ``key`` and offers an in-process fallback, the fallback is read, ``notes.fallback``
+    set and the key noted in ``notes.fallback_keys``; without one,
+    :class:`~membrane.errors.StoreUnavailable` propagates.
     """
     fallback = _outage_fallback(store)
     try:
-        if notes.fallback and fallback is not None:
+        if key in notes.fallback_keys and fallback is not None:
             value: object = fallback.get(key)
         else:
             value = store.get(key)
@@ -195,6 +199,7 @@ def read_state(
         if fallback is None:
             raise
         notes.fallback = True
+        notes.fallback_keys.add(key)
         return read_state(fallback, key, what, check, notes)
     except (ValueError, TypeError, RecursionError) as exc:
         problem: str | None = f"it cannot be decoded ({type(exc).__name__})"
@@ -262,9 +267,11 @@ class Session:
     time a stage asks for it (most turns of a short conversation never do, and a remote
     store's round trip is the costly part); a value that fails its checks, or whose format
     version is not this Membrane's (another deploy wrote it), is treated as absent. Stages
-    queue the fields they change; :meth:`save` writes the merged value once. While the store is
-    down (and offers a fallback) reads and writes go to the fallback only, so nothing computed
-    during an outage overwrites what the store holds when it comes back.
+    queue the fields they change; :meth:`save` writes the merged value once. Once the store
+    failed to serve the conversation's key (and offers a fallback) its reads and writes go to
+    the fallback only, so nothing computed from the in-process copy overwrites what the store
+    holds when it comes back. A failure on another key (the model's scale on another cluster
+    node) leaves this one with the store.
     """
 
     store: StateStore
@@ -316,13 +323,15 @@ class Session:
 
 
 def write_state(store: StateStore, key: str, value: dict[str, Any], notes: StoreNotes) -> None:
-    """Put ``value`` under ``key``; once this compile has seen the store down, the fallback only.
+    """Put ``value`` under ``key``; once this compile found the store unable to serve ``key``,
+    in the fallback only.
 
-    So a value computed from in-process state never reaches the store, even when the store
-    answers again before the compile ends. Without a fallback, StoreUnavailable propagates.
+    So a value computed from the key's in-process copy never reaches the store, even when the
+    store answers again before the compile ends. Without a fallback, StoreUnavailable
+    propagates.
     """
     fallback = _outage_fallback(store)
-    if notes.fallback and fallback is not None:
+    if key in notes.fallback_keys and fallback is not None:
         fallback.put(key, value)
         return
     try:
@@ -331,6 +340,7 @@ def write_state(store: StateStore, key: str, value: dict[str, Any], notes: Store
         if fallback is None:
             raise
         notes.fallback = True
+        notes.fallback_keys.add(key)
         fallback.put(key, value)
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from membrane import CompileResult, ContextCompiler, StoreUnavailable
 from membrane.state import STATE_FORMAT_VERSION, RedisStateStore, StateStoreWarning
-from membrane.state.keys import conversation_key
+from membrane.state.keys import conversation_key, scale_key
 from membrane.state.redis import bounded_client
 from tests.redis_process import RedisClusterProcess
 
@@ -171,3 +171,36 @@ def test_a_frozen_primary_sends_only_its_own_conversations_to_fallback(
     finally:
         victim.thaw()
     assert {name for name, fell in flagged.items() if fell} == on_victim
+
+
+def test_a_frozen_node_holding_the_scale_leaves_other_nodes_conversations_in_redis(
+    cluster: RedisClusterProcess,
+) -> None:
+    """The model's scale lives on one node; a compile that cannot read it still reads and
+    writes its conversation's state on a healthy node (only the scale comes from the copy)."""
+    client = bounded_client(cluster.url, deadline_seconds=0.25, cluster=True)
+    store = RedisStateStore(client, deadline_seconds=0.25)
+    scale_node = client.get_node_from_key("membrane:state:" + scale_key("openai/gpt-4o"))
+    names = [f"conv-{i}" for i in range(12)]
+    elsewhere = [
+        name
+        for name in names
+        if client.get_node_from_key("membrane:state:" + conversation_key(name)).port
+        != scale_node.port
+    ]
+    for name in elsewhere:
+        _compile(store, name)
+    before = {name: client.get("membrane:state:" + conversation_key(name)) for name in elsewhere}
+    assert all(before.values())
+    victim = next(node for node in cluster.nodes if node.port == scale_node.port)
+    victim.freeze()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StateStoreWarning)
+            for name in elsewhere:  # a new worker: no scale cached, so each compile asks
+                _compile(store, name, turns=40)
+        after = {name: client.get("membrane:state:" + conversation_key(name)) for name in elsewhere}
+    finally:
+        victim.thaw()
+    assert all(after[name] != before[name] for name in elsewhere)  # each cut reached Redis
+    assert {call.node for call in store.failed_calls} == {scale_node.name}
