@@ -34,7 +34,7 @@ from membrane.stages.preflight import (
 from membrane.stages.tail import TailSettings, fit_tail
 from membrane.stages.window import WindowPlanner, WindowSettings
 from membrane.state import InMemoryStateStore, StateStore
-from membrane.state.keys import DEFAULT_CONVERSATION
+from membrane.state.keys import DEFAULT_CONVERSATION as _DEFAULT_CONVERSATION
 from membrane.text.semantic import Embedder, SemanticRanker
 from membrane.tokenizers import MemoizedCounter, TiktokenAdapter, TokenCounter, counted_budget
 from membrane.turn import (
@@ -68,7 +68,6 @@ __all__ = [
 
 Placement = Literal["end", "system"]
 _MAX_CONVERSATIONS = 512
-_DEFAULT_CONVERSATION = DEFAULT_CONVERSATION  # no caller-supplied id equals it
 _DEFAULT_COUNTER = TiktokenAdapter("cl100k_base")
 
 
@@ -267,9 +266,7 @@ class ContextCompiler:
         ``redis.asyncio`` ``redis_client`` and a ``conversation_id``, summaries are cached in
         Redis (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
         """
-        cache = PreflightCache.for_call(
-            redis_client, kwargs.get("conversation_id"), self._scope.namespace
-        )
+        cache = PreflightCache.for_call(redis_client, kwargs, self._scope.namespace)
         analyst = async_analyst(compress_async, compress_fn)
         count = self._counter(kwargs.get("tokenizer_registry")).count
         raw = oversized_middle(memories, kwargs, self._caps, count) if analyst else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -97,19 +97,22 @@ class PreflightCache:
 
     @classmethod
     def for_call(
-        cls, client: object, conversation_id: object, namespace: str | None = None
+        cls, client: object, call: Mapping[str, Any], namespace: str | None = None
     ) -> PreflightCache | None:
-        """The cache a ``compile_async`` call asked for (None without ``redis_client``)."""
+        """The cache a ``compile_async`` call asked for (None without ``redis_client``), in the
+        scope of the call's ``conversation_id`` (one of its keywords ``call``) and ``namespace``.
+        """
         if client is None:
             return None
         check_async_client(client)
+        conversation_id = call.get("conversation_id")
         if conversation_id is None:
             raise InvalidInputError(
                 "redis_client caches pre-flight summaries per conversation; pass conversation_id",
                 field="conversation_id",
             )
         check_id(conversation_id, "conversation_id")
-        return cls(client, conversation_id, namespace)  # type: ignore[arg-type]
+        return cls(client, conversation_id, namespace)
 
     def key(self, raw_middle: str, target_tokens: int) -> str:
         digest = hashlib.sha256(f"{target_tokens}\n{raw_middle}".encode()).hexdigest()

@@ -19,7 +19,7 @@ from typing import Any
 
 from membrane import config
 from membrane.errors import StoreUnavailable
-from membrane.state.redis import _encode_ref_map, _ref_map_key, _ref_map_ttl
+from membrane.state.ref_map import _encode_ref_map, _ref_map_key, _ref_map_ttl
 
 __all__ = [
     "async_client_from_url",
