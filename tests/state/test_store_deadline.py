@@ -154,3 +154,25 @@ def test_the_ref_map_functions_end_at_the_deadline(
     assert time.monotonic() - started <= DEADLINE + 1
     proxy.trickle = False
     assert get_ref_map_for_conversation("c", client=client) == refs
+
+
+def test_a_forked_worker_runs_its_calls_on_threads_of_its_own(server: RedisProcess) -> None:
+    """A store made before ``fork()`` (a preloading server) serves the child too: the parent's
+    call threads did not come along, so the child's runner starts its own."""
+    import os
+
+    store = RedisStateStore(url=server.url, deadline_seconds=5.0)
+    store.put("k", {"version": 2, "room": 3})
+    assert store.get("k") == {"version": 2, "room": 3}  # the parent's runner has a thread now
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, Python 3.12+
+        pid = os.fork()
+    if pid == 0:  # the child: exit code 0 only when the call went through in time
+        started = time.monotonic()
+        try:
+            ok = store.get("k") == {"version": 2, "room": 3} and time.monotonic() - started < 2
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

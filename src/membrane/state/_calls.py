@@ -16,6 +16,7 @@ back-pressure (``"busy"``), a reply saying the key holds another type is that ke
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -78,7 +79,13 @@ class CallRunner:
 
     def __init__(self, threads: int) -> None:
         self.threads = threads
-        self._slots = threading.BoundedSemaphore(threads)
+        self._reset()
+
+    def _reset(self) -> None:
+        # A forked child has none of its parent's threads: it starts afresh (redis-py's pools
+        # do the same for their connections).
+        self._pid = os.getpid()
+        self._slots = threading.BoundedSemaphore(self.threads)
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
 
@@ -88,6 +95,8 @@ class CallRunner:
         Raises :class:`CallBusy` when no thread came free in time (``fn`` never ran) and
         :class:`CallAbandoned` when ``fn`` was still running; ``fn``'s own exception otherwise.
         """
+        if self._pid != os.getpid():
+            self._reset()
         if not self._slots.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
             raise CallBusy(f"all {self.threads} threads for store calls are busy")
         call = _Call(fn)
