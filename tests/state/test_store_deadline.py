@@ -133,8 +133,14 @@ def test_abandoned_calls_hold_a_bounded_number_of_threads(
     proxy.trickle = True
     for _ in range(12):
         started = time.monotonic()
-        with pytest.raises(StoreUnavailable):
+        # Not pytest.raises: whether a call times out or finds no thread free depends on the
+        # machine's timing, and the output-hash recorder logs every expected message.
+        try:
             store.get("big")
+        except StoreUnavailable:
+            pass
+        else:
+            raise AssertionError("expected StoreUnavailable")
         assert time.monotonic() - started <= DEADLINE + 1
         assert store_threads() - before <= 3
     busy = [call for call in store.failed_calls if "busy" in call.error]
