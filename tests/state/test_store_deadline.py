@@ -182,3 +182,23 @@ def test_a_forked_worker_runs_its_calls_on_threads_of_its_own(server: RedisProce
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_compile_waits_for_a_frozen_server_once(server: RedisProcess) -> None:
+    """Even with the breaker off (``retry_after_seconds=0``) and the model's scale not cached,
+    a compile asks a frozen server once: the scale's key and the conversation's key live on the
+    same node, and after its first call fails the compile keeps that node's keys in the copy."""
+    store = RedisStateStore(url=server.url, deadline_seconds=DEADLINE, retry_after_seconds=0)
+    _compiler(store).compile([], "Next?", conversation_messages=_chat(60), conversation_id="c1")
+    server.freeze()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StateStoreWarning)
+        for turn in range(3):  # a new compiler each time: no scale cached
+            result, seconds = _timed(
+                lambda turn=turn: _compiler(store).compile(
+                    [], "Next?", conversation_messages=_chat(62 + 2 * turn), conversation_id="c1"
+                )
+            )
+            assert seconds <= DEADLINE + 1
+            assert result.metadata["state_store_fallback"] is True
+    assert len(store.failed_calls) == 3  # one per compile

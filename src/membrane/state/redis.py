@@ -217,6 +217,14 @@ class RedisStateStore:
         self._call("put", key, name, lambda: self._client.eval(script, 1, name, raw, version, ttl))
         self._copy.put(key, value)
 
+    def node_of(self, key: str) -> str:
+        """The node that serves ``key``: ``host:port`` on a cluster, "" for a single server.
+
+        Compiles use it to keep a failing node's keys in the fallback for the rest of the
+        compile, and the other nodes' keys in Redis.
+        """
+        return self._node(self._prefix + key)[0]
+
     def _node(self, name: str) -> tuple[str, object]:
         """The node that serves ``name`` (``host:port``; "" for a single server), and its pool."""
         find = getattr(self._client, "get_node_from_key", None)
