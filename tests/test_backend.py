@@ -353,3 +353,74 @@ def test_the_same_embedder_object_shares_a_compiler_and_another_does_not() -> No
     a = pool.get(2048, None, "", embedder=_words)
     assert pool.get(2048, None, "", embedder=_words) is a
     assert pool.get(2048, None, "", embedder=lambda texts: _words(texts)) is not a
+
+
+def _pool_turn(pool: CompilerPool, conversation: str, callback: Any) -> None:
+    asyncio.run(
+        compile_prompt_async(
+            "Which database did we pick?",
+            [{"role": "user", "content": "We picked Postgres."}],
+            conversation_id=conversation,
+            max_tokens=2048,
+            retrieved_objects=[(MemoryItem(id="d1", content="Team chose Postgres."), 2)],
+            metrics_callback=callback,
+            pool=pool,
+        )
+    )
+
+
+def test_pooled_compiles_of_different_conversations_never_wait_for_each_other() -> None:
+    """Issue 32: one pooled compiler per configuration used to compile one turn at a time.
+
+    Each compile waits inside ``metrics_callback`` (within the compile's critical section)
+    until a compile of every other conversation is inside too: that can only happen when the
+    pooled compiler lets different conversations run side by side.
+    """
+    pool = CompilerPool()
+    inside = threading.Barrier(4, timeout=10)
+    errors: list[BaseException] = []
+
+    def meet(_metrics: object) -> None:
+        inside.wait()
+
+    def run(conversation: str) -> None:
+        try:
+            _pool_turn(pool, conversation, meet)
+        except BaseException as exc:  # a broken barrier means someone waited for another
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(f"conv-{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors and len(pool) == 1
+
+
+def test_pooled_compiles_of_one_conversation_still_take_turns() -> None:
+    pool = CompilerPool()
+    guard = threading.Lock()
+    active: dict[str, int] = {}
+    most: dict[str, int] = {}
+    current = threading.local()
+
+    def hold(_metrics: object) -> None:
+        conversation = current.conversation
+        with guard:
+            active[conversation] = active.get(conversation, 0) + 1
+            most[conversation] = max(most.get(conversation, 0), active[conversation])
+        threading.Event().wait(0.02)  # long enough for another thread of it to arrive
+        with guard:
+            active[conversation] -= 1
+
+    def run(conversation: str) -> None:
+        current.conversation = conversation
+        for _ in range(5):
+            _pool_turn(pool, conversation, hold)
+
+    threads = [threading.Thread(target=run, args=(f"conv-{i % 2}",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert most == {"conv-0": 1, "conv-1": 1}

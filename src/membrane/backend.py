@@ -26,6 +26,7 @@ from membrane.lod import explain_attention_shift
 from membrane.messages import message_text
 from membrane.result import CompileResult
 from membrane.state.async_redis import async_client_from_url, check_async_client, save_ref_map
+from membrane.state.keys import scoped_conversation
 from membrane.stress import record_recent_stress
 
 if TYPE_CHECKING:
@@ -63,28 +64,14 @@ def _option_key(value: object) -> Hashable:
     return ("value", type(value).__qualname__, value)
 
 
-class _SerialCompiler(ContextCompiler):
-    """A compiler that runs one synchronous compile at a time.
-
-    The lock covers :meth:`compile` only, never an awaited pre-flight compressor, so a slow
-    compressor call in one task does not hold up other turns of the same configuration.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._turn_lock = threading.Lock()
-
-    def compile(self, *args: Any, **kwargs: Any) -> CompileResult:
-        with self._turn_lock:
-            return super().compile(*args, **kwargs)
-
-
 class CompilerPool:
     """One :class:`ContextCompiler` per configuration, created on first use.
 
-    Safe to share between threads and asyncio tasks: creation happens under a lock, and each
-    compiler compiles one turn at a time. The pool holds at most ``size`` configurations and
-    drops the least recently used one beyond that.
+    Safe to share between threads and asyncio tasks: creation happens under a lock, and a
+    pooled compiler is an ordinary :class:`ContextCompiler`, so compiles of one conversation
+    take turns under its per-conversation lock while different conversations run side by side.
+    The pool holds at most ``size`` configurations and drops the least recently used one beyond
+    that.
     """
 
     def __init__(self, size: int = _POOL_SIZE) -> None:
@@ -113,7 +100,7 @@ class CompilerPool:
         with self._lock:
             compiler = self._entries.get(key)
             if compiler is None:
-                compiler = _SerialCompiler(max_tokens, model_id, core_content, **options)
+                compiler = ContextCompiler(max_tokens, model_id, core_content, **options)
                 self._entries[key] = compiler
                 while len(self._entries) > self._size:
                     self._entries.popitem(last=False)
@@ -150,13 +137,6 @@ def split_history(messages_list: Sequence[Message] | None, user_msg: str) -> lis
 def _recent_user_texts(history: Sequence[Message]) -> list[str]:
     texts = [message_text(m) for m in history if isinstance(m, Mapping) and m.get("role") == "user"]
     return texts[-RECENT_USER_MESSAGES:]
-
-
-def _conversation_key(user_id: str | None, conversation_id: str | None) -> str | None:
-    if conversation_id is None:
-        return None
-    # The user id's length goes first, so ("a/b", "c") and ("a", "b/c") never share a key.
-    return conversation_id if user_id is None else f"{len(user_id)}:{user_id}/{conversation_id}"
 
 
 def _check_ids(user_msg: object, user_id: object, conversation_id: object) -> None:
@@ -218,11 +198,14 @@ async def compile_prompt_async(
     compiled against the state of ``user_id`` + ``conversation_id``. Other keywords go to
     :meth:`ContextCompiler.compile_async`.
 
-    ``persist_ref_map_to_redis=True`` saves the ref map under ``MEMBRANE_REF_MAP_PREFIX`` +
-    ``conversation_id`` for ``MEMBRANE_REF_MAP_TTL_SECONDS`` through ``redis_client`` (a
-    ``redis.asyncio`` client), or a client made for ``MEMBRANE_REDIS_URL`` and closed after.
-    ``redis_client`` also caches pre-flight summaries of ``compress_async``, and with
-    ``record_stress=True`` keeps the turn's recent-stress record (:mod:`membrane.stress`).
+    ``persist_ref_map_to_redis=True`` saves the ref map for ``MEMBRANE_REF_MAP_TTL_SECONDS``
+    through ``redis_client`` (a ``redis.asyncio`` client), or a client made for
+    ``MEMBRANE_REDIS_URL`` and closed after; read it back with
+    :func:`~membrane.state.get_ref_map_for_conversation` given the same ``conversation_id``,
+    ``user_id`` and ``state_namespace``. ``redis_client`` also caches pre-flight summaries of
+    ``compress_async``, and with ``record_stress=True`` keeps the turn's recent-stress record
+    (:mod:`membrane.stress`). Every one of these keys carries the conversation state's scope
+    (namespace, user, conversation), so no caller reads another's.
 
     With an ``embedder``, ``metadata["topic_shift"]`` says whether ``user_msg`` leaves the topic
     of the last user messages; otherwise it is None and ``metadata["topic_shift_reason"]`` says
@@ -250,7 +233,9 @@ async def compile_prompt_async(
         user_msg,
         conversation_messages=history,
         tier_by_memory_id=tiers,
-        conversation_id=_conversation_key(user_id, conversation_id),
+        conversation_id=None
+        if conversation_id is None
+        else scoped_conversation(user_id, conversation_id),
         compress_async=compress_async,
         redis_client=redis_client,
         **options,
@@ -261,20 +246,24 @@ async def compile_prompt_async(
             result.report, topic_shift=shifted, topic_shift_reason=reason, topic_shift_checked=True
         )
     )
+    namespace = ctor.get("state_namespace")
+    scope = {"user_id": user_id, "state_namespace": namespace}
     if persist_ref_map_to_redis and conversation_id is not None:
-        await _persist_ref_map(conversation_id, result.ref_map, redis_client)
+        await _persist_ref_map(conversation_id, result.ref_map, redis_client, scope)
     if record_stress and conversation_id is not None:
-        await record_recent_stress(conversation_id, result.metadata, redis_client)
+        await record_recent_stress(conversation_id, result.metadata, redis_client, **scope)
     return result
 
 
-async def _persist_ref_map(conversation_id: str, ref_map: dict[int, str], client: Any) -> None:
+async def _persist_ref_map(
+    conversation_id: str, ref_map: dict[int, str], client: Any, scope: dict[str, Any]
+) -> None:
     if client is not None:
-        await save_ref_map(conversation_id, ref_map, client)
+        await save_ref_map(conversation_id, ref_map, client, **scope)
         return
     own = async_client_from_url()
     try:
-        await save_ref_map(conversation_id, ref_map, own)
+        await save_ref_map(conversation_id, ref_map, own, **scope)
     finally:
         await own.aclose()
 

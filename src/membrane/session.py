@@ -149,18 +149,27 @@ class StoreNotes:
     """What went wrong with the state store during one compile (it went on regardless).
 
     ``discarded`` names each value that was read but failed its checks (``"scale"``,
-    ``"conversation"``); ``fallback`` is set once the store was unreachable and the compile
-    used the store's in-process fallback instead.
+    ``"conversation"``); ``fallback`` is set once the compile used the store's in-process
+    fallback. ``fallback_nodes`` are the nodes that failed (``store.node_of(key)``; a store
+    without it is one node): the compile keeps their keys in the fallback from then on, so it
+    waits for a failing node once at most, and other nodes' keys in the store.
     """
 
     discarded: list[str] = field(default_factory=list)
     fallback: bool = False
+    fallback_nodes: set[str] = field(default_factory=set)
 
     def stamp(self, report: CompileReport) -> CompileReport:
         """``report`` with these notes in it (the same object when there is nothing to say)."""
         if not self.discarded and not self.fallback:
             return report
         return replace(report, store=StoreReport(tuple(self.discarded), self.fallback))
+
+
+def _node_of(store: StateStore, key: str) -> str:
+    """The part of ``store`` that serves ``key`` ("" for a store that is all one)."""
+    node_of = getattr(store, "node_of", None)
+    return str(node_of(key)) if callable(node_of) else ""
 
 
 def _outage_fallback(store: StateStore) -> StateStore | None:
@@ -179,13 +188,15 @@ def read_state(
 ) -> dict[str, Any] | None:
     """The value under ``key`` if it passes ``check``; a bad one is discarded with a warning.
 
-    ``check`` returns None for a good value and the reason otherwise. When the store is down
-    and offers an in-process fallback, the fallback is read and ``notes.fallback`` set;
-    without one, :class:`~membrane.errors.StoreUnavailable` propagates.
+    ``check`` returns None for a good value and the reason otherwise. When the store cannot
+    serve ``key`` and offers an in-process fallback, the fallback is read, ``notes.fallback``
+    set and the key's node noted in ``notes.fallback_nodes``; without one,
+    :class:`~membrane.errors.StoreUnavailable` propagates.
     """
     fallback = _outage_fallback(store)
+    node = _node_of(store, key) if fallback is not None else ""
     try:
-        if notes.fallback and fallback is not None:
+        if fallback is not None and node in notes.fallback_nodes:
             value: object = fallback.get(key)
         else:
             value = store.get(key)
@@ -193,6 +204,7 @@ def read_state(
         if fallback is None:
             raise
         notes.fallback = True
+        notes.fallback_nodes.add(node)
         return read_state(fallback, key, what, check, notes)
     except (ValueError, TypeError, RecursionError) as exc:
         problem: str | None = f"it cannot be decoded ({type(exc).__name__})"
@@ -260,9 +272,11 @@ class Session:
     time a stage asks for it (most turns of a short conversation never do, and a remote
     store's round trip is the costly part); a value that fails its checks, or whose format
     version is not this Membrane's (another deploy wrote it), is treated as absent. Stages
-    queue the fields they change; :meth:`save` writes the merged value once. While the store is
-    down (and offers a fallback) reads and writes go to the fallback only, so nothing computed
-    during an outage overwrites what the store holds when it comes back.
+    queue the fields they change; :meth:`save` writes the merged value once. Once the node
+    serving the conversation's key failed a call (and the store offers a fallback) its reads
+    and writes go to the fallback only, so nothing computed from the in-process copy overwrites
+    what the store holds when it comes back. A failure on another node (the model's scale on
+    another cluster node) leaves this key with the store.
     """
 
     store: StateStore
@@ -314,13 +328,16 @@ class Session:
 
 
 def write_state(store: StateStore, key: str, value: dict[str, Any], notes: StoreNotes) -> None:
-    """Put ``value`` under ``key``; once this compile has seen the store down, the fallback only.
+    """Put ``value`` under ``key``; once this compile found the node serving ``key`` failing, in
+    the fallback only.
 
-    So a value computed from in-process state never reaches the store, even when the store
-    answers again before the compile ends. Without a fallback, StoreUnavailable propagates.
+    So a value computed from the key's in-process copy never reaches the store, even when the
+    store answers again before the compile ends. Without a fallback, StoreUnavailable
+    propagates.
     """
     fallback = _outage_fallback(store)
-    if notes.fallback and fallback is not None:
+    node = _node_of(store, key) if fallback is not None else ""
+    if fallback is not None and node in notes.fallback_nodes:
         fallback.put(key, value)
         return
     try:
@@ -329,6 +346,7 @@ def write_state(store: StateStore, key: str, value: dict[str, Any], notes: Store
         if fallback is None:
             raise
         notes.fallback = True
+        notes.fallback_nodes.add(node)
         fallback.put(key, value)
 
 

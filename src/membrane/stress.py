@@ -7,7 +7,8 @@ Two things a backend wants to see when answers get slow or thin:
   ``CompileResult.to_debug_dict(environment=True)`` includes one.
 - a recent-stress record per conversation: the last turn's budget pressure (tokens against the
   budget, what was trimmed, history dropped) with a load sample, kept in Redis under
-  ``MEMBRANE_STRESS_KEY_PREFIX`` + conversation id for ``STRESS_RECENT_TTL_SECONDS``
+  ``MEMBRANE_STRESS_KEY_PREFIX`` + the conversation's scope (namespace, user, id, as its state
+  key: :func:`membrane.state.keys.scope`) for ``STRESS_RECENT_TTL_SECONDS``
   (:func:`record_recent_stress`, :func:`recent_stress`; ``compile_prompt_async(...,
   record_stress=True)`` writes one per turn).
 
@@ -26,6 +27,7 @@ from typing import Any
 from membrane import config
 from membrane.report import CompileReport
 from membrane.state.async_redis import check_async_client, redis_get, redis_set
+from membrane.state.keys import check_id, check_namespace, scoped_conversation, stress_key
 
 __all__ = ["recent_stress", "record_recent_stress", "sample_load", "stress_record"]
 
@@ -76,26 +78,46 @@ def stress_record(
     }
 
 
-def _key(conversation_id: str) -> str:
-    return config.stress_key_prefix() + conversation_id
+def _key(conversation_id: str, user_id: str | None, state_namespace: str | None) -> str:
+    check_id(conversation_id, "conversation_id")
+    check_id(user_id, "user_id", optional=True)
+    namespace = check_namespace(state_namespace)
+    return stress_key(scoped_conversation(user_id, conversation_id), namespace)
 
 
 async def record_recent_stress(
-    conversation_id: str, metadata: Mapping[str, Any], client: Any
+    conversation_id: str,
+    metadata: Mapping[str, Any],
+    client: Any,
+    *,
+    user_id: str | None = None,
+    state_namespace: str | None = None,
 ) -> dict[str, Any]:
-    """Save this turn's :func:`stress_record` for the conversation; returns what was saved."""
+    """Save this turn's :func:`stress_record` for the user's conversation; returns it.
+
+    The key carries the conversation's full scope, as its state key does (``user_id`` and
+    ``state_namespace`` as given to ``compile_prompt_async``).
+    """
     check_async_client(client, field="client")
+    key = _key(conversation_id, user_id, state_namespace)
     record = stress_record(metadata)
     raw = json.dumps(record, sort_keys=True)
     ttl = config.stress_recent_ttl_seconds()
-    await redis_set(client, _key(conversation_id), raw, ttl, "saving the recent-stress record")
+    await redis_set(client, key, raw, ttl, "saving the recent-stress record")
     return record
 
 
-async def recent_stress(conversation_id: str, client: Any) -> dict[str, Any] | None:
-    """The conversation's last stress record, or None when none is recent."""
+async def recent_stress(
+    conversation_id: str,
+    client: Any,
+    *,
+    user_id: str | None = None,
+    state_namespace: str | None = None,
+) -> dict[str, Any] | None:
+    """The user's conversation's last stress record, or None when none is recent."""
     check_async_client(client, field="client")
-    raw = await redis_get(client, _key(conversation_id), "reading the recent-stress record")
+    key = _key(conversation_id, user_id, state_namespace)
+    raw = await redis_get(client, key, "reading the recent-stress record")
     if raw is None:
         return None
     value = json.loads(raw)

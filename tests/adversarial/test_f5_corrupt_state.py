@@ -355,7 +355,7 @@ def test_a_corrupt_ref_map_is_discarded_not_raised(
     from membrane.state.redis import bounded_client, get_ref_map_for_conversation
 
     client = bounded_client(redis_server.url, deadline_seconds=5.0)
-    client.set("membrane:ref_map:conv", raw)
+    client.set("membrane:ref_map:{conv}", raw)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = get_ref_map_for_conversation("conv", client=client, deadline_seconds=5.0)

@@ -71,7 +71,7 @@ async def test_a_cached_summary_serves_a_second_compiler(aredis: Any, redis_clie
     assert a.messages == b.messages
     assert "Summary of 12 notes." in str(b.messages[-1]["content"])
     (key,) = redis_client.keys("*")
-    assert key.startswith(b"membrane:preflight:c7:")
+    assert key.startswith(b"membrane:preflight:{c7}:")
     assert 0 < redis_client.ttl(key) <= 60
     assert redis_client.get(key) == b"Summary of 12 notes."
 
@@ -95,7 +95,7 @@ async def test_a_new_middle_or_target_is_compressed_again(
     )
     assert [target for target, _ in compress.calls] == [50, 50, 60]
     keys = redis_client.keys("*")
-    assert len(keys) == 3 and all(k.startswith(b"pf:c:") for k in keys)
+    assert len(keys) == 3 and all(k.startswith(b"pf:{c}:") for k in keys)
     assert all(0 < redis_client.ttl(k) <= 9 for k in keys)
 
 
@@ -148,8 +148,8 @@ async def test_the_ref_map_is_persisted_through_the_callers_client(
         pool=CompilerPool(),
     )
     assert result.ref_map == {1: "d1"}
-    assert redis_client.keys("*") == [b"rm:conv-9"]
-    assert 0 < redis_client.ttl("rm:conv-9") <= 42
+    assert redis_client.keys("*") == [b"rm:{conv-9}"]
+    assert 0 < redis_client.ttl("rm:{conv-9}") <= 42
     assert get_ref_map_for_conversation("conv-9", client=redis_client) == {1: "d1"}
 
 
@@ -172,7 +172,7 @@ async def test_the_url_is_used_only_when_persisting_is_asked_for(
         persist_ref_map_to_redis=True,
         pool=pool,
     )
-    assert redis_client.keys("*") == [b"membrane:ref_map:c1"]
+    assert redis_client.keys("*") == [b"membrane:ref_map:{c1}"]
 
 
 async def test_persisting_to_an_unreachable_server_raises(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,8 +209,8 @@ async def test_a_recent_stress_record_per_conversation(
         result.metadata["segments_offered"] - result.metadata["segments_kept"]
     )
     assert record["load"]["available"] is True
-    assert redis_client.keys("*") == [b"st:c1"]
-    assert 0 < redis_client.ttl("st:c1") <= 30
+    assert redis_client.keys("*") == [b"st:{c1}"]
+    assert 0 < redis_client.ttl("st:{c1}") <= 30
     with pytest.raises(ValueError, match="redis_client"):
         await compile_prompt_async(
             "Q", [], conversation_id="c1", max_tokens=600, record_stress=True

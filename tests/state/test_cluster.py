@@ -142,7 +142,7 @@ async def test_the_async_ref_map_path_takes_an_async_cluster_client(cluster_url:
     await save_ref_map("c{9}", {1: "doc-1"}, client, ttl_seconds=60)
     from membrane import config
 
-    raw = await redis_get(client, config.ref_map_prefix() + "c{9}", "reading")
+    raw = await redis_get(client, config.ref_map_prefix() + "{c%7B9%7D}", "reading")
     assert raw == '{"1": "doc-1"}'
     await client.aclose()
 
@@ -164,8 +164,15 @@ def test_a_frozen_node_fails_its_own_slots_only(redis_cluster: RedisClusterProce
     try:
         for key in keys:
             if key in on_victim:
-                with pytest.raises(StoreUnavailable):
+                # Not pytest.raises: the socket timeout and the deadline are equal here, so
+                # the message names whichever ended the call first (the output-hash recorder
+                # logs every expected message).
+                try:
                     store.get(key)
+                except StoreUnavailable:
+                    pass
+                else:
+                    raise AssertionError(f"{key} is on the frozen node")
             else:
                 assert store.get(key) == {"version": STATE_FORMAT_VERSION}
     finally:

@@ -93,4 +93,4 @@ def test_ref_map_persistence(redis_client: Any, monkeypatch: pytest.MonkeyPatch)
     set_ref_map_for_conversation("conv-1", {1: "doc-381", 3: "doc-112"}, **bound)
     assert get_ref_map_for_conversation("conv-1", **bound) == {1: "doc-381", 3: "doc-112"}
     assert get_ref_map_for_conversation("other", **bound) == {}
-    assert 0 < redis_client.ttl("rm:conv-1") <= 600
+    assert 0 < redis_client.ttl("rm:{conv-1}") <= 600

@@ -10,7 +10,6 @@ from __future__ import annotations
 from membrane.request._checks import check_fraction, check_positive_int
 from membrane.request._offer import compress_offer, memory_pairs, normalise_offer, oversized_middle
 from membrane.request._request import (
-    DEFAULT_CONVERSATION,
     AgentArgs,
     CompileArgs,
     CompileRequest,
@@ -23,7 +22,6 @@ from membrane.request._settings import CompilerSettings, Placement
 from membrane.stages.values import CallOptions
 
 __all__ = [
-    "DEFAULT_CONVERSATION",
     "AgentArgs",
     "CallOptions",
     "CompileArgs",

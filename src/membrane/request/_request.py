@@ -21,6 +21,7 @@ from membrane.stages.agent import AgentInputs, agent_inputs
 from membrane.stages.history import Writers, check_speakers
 from membrane.stages.layout import ContextLayoutEngine
 from membrane.stages.values import Budget, CallOptions, HistoryRequest, Offer, TurnText
+from membrane.state.keys import DEFAULT_CONVERSATION
 from membrane.tokenizers import counted_budget
 
 if TYPE_CHECKING:
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from membrane.tokenizers import MemoizedCounter
 
 __all__ = [
-    "DEFAULT_CONVERSATION",
     "AgentArgs",
     "CompileArgs",
     "CompileRequest",
@@ -39,8 +39,6 @@ __all__ = [
     "normalise",
 ]
 
-#: The conversation of a compile without ``conversation_id``.
-DEFAULT_CONVERSATION = "_default"
 
 
 @dataclass(frozen=True, slots=True)

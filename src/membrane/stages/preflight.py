@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -17,6 +17,7 @@ from membrane.errors import InvalidInputError, StoreUnavailable
 from membrane.messages import check_text
 from membrane.prompt_text import mem_numbers
 from membrane.state.async_redis import check_async_client, redis_get, redis_set
+from membrane.state.keys import check_id, preflight_key
 
 __all__ = [
     "AsyncCompressor",
@@ -82,32 +83,40 @@ CacheOutcome = Literal["hit", "miss", "unavailable"]
 
 @dataclass(frozen=True, slots=True)
 class PreflightCache:
-    """Where compressed middles are cached: an async Redis client and the conversation.
+    """Where compressed middles are cached: an async Redis client and the conversation's scope.
 
-    The key is ``MEMBRANE_PREFLIGHT_CACHE_PREFIX`` + conversation id + a digest of the raw middle
-    and the target size, so the same middle compressed to the same target is served from Redis
-    (by any worker) for ``MEMBRANE_PREFLIGHT_CACHE_TTL_SECONDS``.
+    The key is ``MEMBRANE_PREFLIGHT_CACHE_PREFIX`` + the conversation's scope (the compiler's
+    ``state_namespace`` and the id, as in its state key) + a digest of the raw middle and the
+    target size, so the same middle compressed to the same target is served from Redis (by any
+    worker of that tenant) for ``MEMBRANE_PREFLIGHT_CACHE_TTL_SECONDS``.
     """
 
     client: Any
     conversation_id: str
+    namespace: str | None = None
 
     @classmethod
-    def for_call(cls, client: object, conversation_id: str | None) -> PreflightCache | None:
-        """The cache a ``compile_async`` call asked for (None without ``redis_client``)."""
+    def for_call(
+        cls, client: object, call: Mapping[str, Any], namespace: str | None = None
+    ) -> PreflightCache | None:
+        """The cache a ``compile_async`` call asked for (None without ``redis_client``), in the
+        scope of the call's ``conversation_id`` (one of its keywords ``call``) and ``namespace``.
+        """
         if client is None:
             return None
         check_async_client(client)
+        conversation_id = call.get("conversation_id")
         if conversation_id is None:
             raise InvalidInputError(
                 "redis_client caches pre-flight summaries per conversation; pass conversation_id",
                 field="conversation_id",
             )
-        return cls(client, conversation_id)
+        check_id(conversation_id, "conversation_id")
+        return cls(client, conversation_id, namespace)
 
     def key(self, raw_middle: str, target_tokens: int) -> str:
         digest = hashlib.sha256(f"{target_tokens}\n{raw_middle}".encode()).hexdigest()
-        return f"{config.preflight_cache_prefix()}{self.conversation_id}:{digest}"
+        return preflight_key(self.conversation_id, self.namespace, digest)
 
 
 async def summarise_middle(

@@ -19,7 +19,7 @@ from typing import Any
 
 from membrane import config
 from membrane.errors import StoreUnavailable
-from membrane.state.redis import _encode_ref_map, _ref_map_key, _ref_map_ttl
+from membrane.state.ref_map import _encode_ref_map, _ref_map_key, _ref_map_ttl
 
 __all__ = [
     "async_client_from_url",
@@ -98,10 +98,12 @@ async def save_ref_map(
     client: Any,
     *,
     ttl_seconds: int | None = None,
+    user_id: str | None = None,
+    state_namespace: str | None = None,
 ) -> None:
     """Await-able :func:`~membrane.state.set_ref_map_for_conversation`: same key, same text."""
     key, raw, ttl = (
-        _ref_map_key(conversation_id),
+        _ref_map_key(conversation_id, user_id, state_namespace),
         _encode_ref_map(ref_map),
         _ref_map_ttl(ttl_seconds),
     )

@@ -1,4 +1,4 @@
-"""A Redis-backed state store and ref-map persistence (the ``redis`` extra).
+"""A Redis-backed state store (the ``redis`` extra); ref-map persistence is re-exported here.
 
 Workers that share one Redis server share the compiler state of every conversation, so a
 conversation whose turns land on different workers keeps emitting the same prefix bytes.
@@ -10,7 +10,6 @@ timeouts equal to it and no retries, and a client the caller passes must already
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -19,8 +18,16 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from membrane import config
 from membrane.errors import InvalidInputError, StoreUnavailable
+from membrane.state._calls import (
+    CallAbandoned,
+    CallBusy,
+    CallRunner,
+    FailureKind,
+    classify,
+    pool_is_full,
+    run_patiently,
+)
 from membrane.state.client import bounded_client, check_client, check_deadline, redis_errors
 from membrane.state.memory import InMemoryStateStore
 from membrane.state.protocol import (
@@ -30,6 +37,7 @@ from membrane.state.protocol import (
     encode_state,
     state_version,
 )
+from membrane.state.ref_map import get_ref_map_for_conversation, set_ref_map_for_conversation
 
 __all__ = [
     "OutagePolicy",
@@ -46,9 +54,11 @@ _RECORDED_CALLS = 64
 # Compare-and-set in one call on one key (so it runs on a cluster too): the value in ARGV[1],
 # of format version ARGV[2], is written unless the stored value's version is greater. ARGV[3]
 # is the TTL in seconds ("0": none). Returns 1 when written, 0 when the stored value was kept.
+# A key holding another Redis type (a list, say) is no value of ours: GET's error is caught
+# and the SET replaces it.
 _PUT_SCRIPT = f"""
-local stored = redis.call('GET', KEYS[1])
-if stored then
+local stored = redis.pcall('GET', KEYS[1])
+if type(stored) == 'string' then
   local ok, value = pcall(cjson.decode, stored)
   if ok and type(value) == 'table' then
     local version = value['{VERSION_FIELD}']
@@ -70,16 +80,28 @@ OutagePolicy = Literal["fallback", "raise"]
 
 @dataclass(frozen=True, slots=True)
 class StoreCall:
-    """One Redis call that failed: what it was, how long it ran, and why it ended."""
+    """One Redis call that failed: what it was, how long it ran, and why it ended.
+
+    ``node`` is the cluster node that serves the key (``host:port``; empty for a single
+    server); ``kind`` whose problem it was: ``"node"`` (an outage: that node's breaker opened),
+    ``"busy"`` (no connection or call thread came free before the deadline) or ``"key"`` (the
+    key holds another Redis type).
+    """
 
     operation: str
     key: str
     seconds: float
     error: str
+    node: str = ""
+    kind: FailureKind = "node"
 
 
 def _check_options(
-    outage_policy: str, ttl_seconds: int | None, retry_after_seconds: float, fallback_entries: int
+    outage_policy: str,
+    ttl_seconds: int | None,
+    retry_after_seconds: float,
+    fallback_entries: int,
+    call_threads: int,
 ) -> None:
     """Raise InvalidInputError naming the first of RedisStateStore's options that is wrong."""
     if outage_policy not in ("fallback", "raise"):
@@ -104,12 +126,9 @@ def _check_options(
             f"{retry_after_seconds!r}",
             field="retry_after_seconds",
         )
-    entries_ok = isinstance(fallback_entries, int) and not isinstance(fallback_entries, bool)
-    if not entries_ok or fallback_entries < 1:
-        raise InvalidInputError(
-            f"fallback_entries must be a positive int, got {fallback_entries!r}",
-            field="fallback_entries",
-        )
+    for field, value in (("fallback_entries", fallback_entries), ("call_threads", call_threads)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInputError(f"{field} must be a positive int, got {value!r}", field=field)
 
 
 class RedisStateStore:
@@ -122,12 +141,19 @@ class RedisStateStore:
     Cluster hash tag). A read is one ``GET``; a write is one ``EVAL`` of a compare-and-set
     script on the one key, which keeps a stored value of a greater format version.
 
-    While Redis does not answer, ``outage_policy="fallback"`` (the default) lets compiles go on
-    with an in-process copy of what this store last read or wrote (bounded to
-    ``fallback_entries``), flagged in their metadata and warned once per outage; ``"raise"``
-    makes them raise :class:`~membrane.errors.StoreUnavailable`. After a failed call the store
-    does not call Redis again for ``retry_after_seconds``, so an outage costs one deadline, not
-    one per call. Failed calls are kept in :attr:`failed_calls` (the most recent 64).
+    Each call ends within ``deadline_seconds`` of being asked for, however the link behaves:
+    it runs on one of at most ``call_threads`` threads and is abandoned at the deadline (see
+    :mod:`membrane.state._calls`). While a node does not answer, ``outage_policy="fallback"``
+    (the default) lets compiles go on with an in-process copy of what this store last read or
+    wrote (bounded to ``fallback_entries``), flagged in their metadata and warned once per
+    outage; ``"raise"`` makes them raise :class:`~membrane.errors.StoreUnavailable`. After a
+    node fails a call the store does not call that node again for ``retry_after_seconds``, so
+    an outage costs one deadline, not one per call; the breaker is per node (a single server
+    is one node), so on a cluster the other nodes' keys are served as usual. A full connection
+    pool makes a call wait for a connection within its deadline and fail alone, and a key
+    holding another Redis type is that key's bad value (read as such, replaced by the next
+    write): neither opens a breaker. Failed calls are kept in :attr:`failed_calls` (the most
+    recent 64).
     """
 
     def __init__(
@@ -141,9 +167,12 @@ class RedisStateStore:
         outage_policy: OutagePolicy = "fallback",
         retry_after_seconds: float = 1.0,
         fallback_entries: int = 10_000,
+        call_threads: int = 32,
     ) -> None:
         self.deadline_seconds = check_deadline(deadline_seconds)
-        _check_options(outage_policy, ttl_seconds, retry_after_seconds, fallback_entries)
+        _check_options(
+            outage_policy, ttl_seconds, retry_after_seconds, fallback_entries, call_threads
+        )
         if not isinstance(prefix, str) or "{" in prefix or "}" in prefix:
             raise InvalidInputError(
                 f"prefix must be a string without braces, got {prefix!r}", field="prefix"
@@ -157,9 +186,9 @@ class RedisStateStore:
         self.outage_policy: OutagePolicy = outage_policy
         self._retry_after = float(retry_after_seconds)
         self._copy = InMemoryStateStore(max_entries=fallback_entries)
+        self._runner = CallRunner(call_threads)
         self._lock = threading.Lock()
-        self._down_until = -math.inf
-        self._down = False
+        self._down_until: dict[str, float] = {}  # node -> when its breaker lets a call through
         self.failed_calls: deque[StoreCall] = deque(maxlen=_RECORDED_CALLS)
 
     @property
@@ -168,181 +197,106 @@ class RedisStateStore:
         return self._copy if self.outage_policy == "fallback" else None
 
     def get(self, key: str) -> dict[str, Any] | None:
-        raw = self._call("get", key, lambda: self._client.get(self._prefix + key))
+        """The value under ``key`` (None when absent).
+
+        Raises ``ValueError`` when what is stored is no state value (not a JSON object, or a
+        key of another Redis type) and :class:`~membrane.errors.StoreUnavailable` when Redis
+        cannot answer within the deadline.
+        """
+        name = self._prefix + key
+        raw = self._call("get", key, name, lambda: self._client.get(name))
         if raw is None:
             return None
         value = decode_state(raw)
-        if isinstance(value, dict):
-            self._copy.put(key, value)
+        self._copy.put(key, value)
         return value
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         raw, version, ttl = encode_state(value), state_version(value), self._ttl or 0
         script, name = _PUT_SCRIPT, self._prefix + key
-        self._call("put", key, lambda: self._client.eval(script, 1, name, raw, version, ttl))
+        self._call("put", key, name, lambda: self._client.eval(script, 1, name, raw, version, ttl))
         self._copy.put(key, value)
 
-    def _call(self, operation: str, key: str, call: Any) -> Any:
-        """Run one Redis call, turning its failure into StoreUnavailable and recording it."""
-        if time.monotonic() < self._down_until:
+    def node_of(self, key: str) -> str:
+        """The node that serves ``key``: ``host:port`` on a cluster, "" for a single server.
+
+        Compiles use it to keep a failing node's keys in the fallback for the rest of the
+        compile, and the other nodes' keys in Redis.
+        """
+        return self._node(self._prefix + key)[0]
+
+    def _node(self, name: str) -> tuple[str, object]:
+        """The node that serves ``name`` (``host:port``; "" for a single server), and its pool."""
+        find = getattr(self._client, "get_node_from_key", None)
+        if find is None:
+            return "", getattr(self._client, "connection_pool", None)
+        try:
+            node = find(name)
+        except redis_errors():  # no node serves the slot: the cluster client will say so
+            return "", None
+        connection = getattr(node, "redis_connection", None)
+        return str(node.name), getattr(connection, "connection_pool", None)
+
+    def _call(self, operation: str, key: str, name: str, command: Any) -> Any:
+        """Run one Redis call within the deadline; a failure becomes StoreUnavailable (or, for
+        a key of another type, ValueError), is recorded, and opens the node's breaker if the
+        node is to blame."""
+        node, pool = self._node(name)
+        if time.monotonic() < self._down_until.get(node, -math.inf):
+            where = f"Redis node {node}" if node else "Redis"
             raise StoreUnavailable(
-                f"Redis did not answer within {self.deadline_seconds} s moments ago; "
+                f"{where} did not answer within {self.deadline_seconds} s moments ago; "
                 f"not calling it again for {self._retry_after} s",
                 store="redis",
             )
         started = time.monotonic()
+        deadline = started + self.deadline_seconds
+        failures: tuple[type[BaseException], ...] = (CallBusy, *redis_errors())
         try:
-            out = call()
-        except redis_errors() as exc:
-            elapsed = time.monotonic() - started
-            self._note_failure(StoreCall(operation, key, elapsed, f"{type(exc).__name__}: {exc}"))
-            verb = "read" if operation == "get" else "write"
-            raise StoreUnavailable(f"cannot {verb} {key!r} in Redis: {exc}", store="redis") from exc
-        with self._lock:
-            self._down = False
+            out = self._runner.run(lambda: run_patiently(command, deadline, pool), deadline)
+        except CallAbandoned as exc:
+            kind: FailureKind = "busy" if pool_is_full(pool) else "node"
+            error = f"TimeoutError: no answer within the deadline of {self.deadline_seconds} s"
+            if kind == "busy":
+                error = "busy: every pooled connection stayed in use until the deadline"
+            self._failed(StoreCall(operation, key, time.monotonic() - started, error, node, kind))
+            raise StoreUnavailable(
+                f"cannot {_verb(operation)} {key!r} in Redis: {error}", store="redis"
+            ) from exc
+        except failures as exc:
+            kind = classify(exc)
+            error = f"{type(exc).__name__}: {exc}"
+            if kind == "busy":
+                error = f"busy: {exc}"
+            self._failed(StoreCall(operation, key, time.monotonic() - started, error, node, kind))
+            if kind == "key":
+                raise ValueError(f"{key!r} holds no state value: {exc}") from exc
+            reason = error if kind == "busy" else exc
+            raise StoreUnavailable(
+                f"cannot {_verb(operation)} {key!r} in Redis: {reason}", store="redis"
+            ) from exc
+        if node in self._down_until:
+            with self._lock:
+                self._down_until.pop(node, None)
         return out
 
-    def _note_failure(self, record: StoreCall) -> None:
+    def _failed(self, record: StoreCall) -> None:
+        """Record a failed call; one that is the node's fault opens its breaker."""
         with self._lock:
             self.failed_calls.append(record)
-            self._down_until = time.monotonic() + self._retry_after
-            first = not self._down
-            self._down = True
+            if record.kind != "node":
+                return
+            first = record.node not in self._down_until
+            self._down_until[record.node] = time.monotonic() + self._retry_after
         if first and self.outage_policy == "fallback":
+            where = f"Redis node {record.node}" if record.node else "Redis state store"
             warnings.warn(
-                f"Redis state store unreachable ({record.error}); compiles use in-process "
-                "state until it answers again, and nothing they compute is written to it",
+                f"{where} unreachable ({record.error}); compiles use in-process state for its "
+                "keys until it answers again, and nothing they compute is written to it",
                 StateStoreWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
 
 
-def _ref_map_key(conversation_id: object) -> str:
-    if not isinstance(conversation_id, str) or not conversation_id:
-        raise InvalidInputError(
-            f"conversation_id must be a non-empty string, got {conversation_id!r}",
-            field="conversation_id",
-        )
-    if _has_surrogate(conversation_id):
-        raise InvalidInputError(
-            f"conversation_id must be text without lone surrogates, got {conversation_id!r}",
-            field="conversation_id",
-        )
-    return config.ref_map_prefix() + conversation_id
-
-
-def _has_surrogate(text: str) -> bool:
-    return any("\ud800" <= ch <= "\udfff" for ch in text)
-
-
-def _ref_map_ttl(ttl_seconds: object) -> int:
-    """``ttl_seconds`` checked, or ``MEMBRANE_REF_MAP_TTL_SECONDS`` (600) when None."""
-    if ttl_seconds is None:
-        ttl_seconds = config.ref_map_ttl_seconds()
-        field = "MEMBRANE_REF_MAP_TTL_SECONDS"
-    else:
-        field = "ttl_seconds"
-    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 1:
-        raise InvalidInputError(
-            f"{field} must be a whole number of seconds >= 1 (Redis cannot keep a key for "
-            f"0 or fewer seconds), got {ttl_seconds!r}",
-            field=field,
-        )
-    return ttl_seconds
-
-
-def _encode_ref_map(ref_map: object) -> str:
-    if not isinstance(ref_map, dict):
-        raise InvalidInputError(
-            f"ref_map must be a dict of citation numbers to ids, got {type(ref_map).__name__}",
-            field="ref_map",
-        )
-    for number, ref in ref_map.items():
-        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
-            raise InvalidInputError(
-                f"ref_map keys must be citation numbers (ints >= 0), got {number!r}",
-                field="ref_map",
-            )
-        if not isinstance(ref, str) or _has_surrogate(ref):
-            raise InvalidInputError(
-                f"ref_map[{number}] must be a string id without lone surrogates, got {ref!r}",
-                field=f"ref_map[{number}]",
-            )
-    return json.dumps({str(k): v for k, v in ref_map.items()}, sort_keys=True)
-
-
-def _ref_map_client(client: Any, deadline_seconds: float | None) -> Any:
-    deadline = check_deadline(deadline_seconds)
-    if client is None:
-        return bounded_client(None, deadline_seconds=deadline)
-    return check_client(client, deadline)
-
-
-def set_ref_map_for_conversation(
-    conversation_id: str,
-    ref_map: dict[int, str],
-    *,
-    client: Any = None,
-    ttl_seconds: int | None = None,
-    deadline_seconds: float | None = None,
-) -> None:
-    """Save a turn's ``ref_map`` so a later request can resolve the model's citations.
-
-    ``client`` must meet the same deadline rules as :class:`RedisStateStore`'s. The key expires
-    after ``ttl_seconds`` (default ``MEMBRANE_REF_MAP_TTL_SECONDS``, 600); it must be >= 1.
-    Bad arguments raise :class:`~membrane.errors.InvalidInputError` before Redis is called.
-    """
-    key = _ref_map_key(conversation_id)
-    raw = _encode_ref_map(ref_map)
-    ttl = _ref_map_ttl(ttl_seconds)
-    client = _ref_map_client(client, deadline_seconds)
-    try:
-        client.set(key, raw, ex=ttl)
-    except redis_errors() as exc:
-        raise StoreUnavailable(f"cannot save the ref map: {exc}", store="redis") from exc
-
-
-def get_ref_map_for_conversation(
-    conversation_id: str, *, client: Any = None, deadline_seconds: float | None = None
-) -> dict[int, str]:
-    """The last saved ``ref_map`` of a conversation ({} when none or expired).
-
-    A stored value that is not a map of integer citation numbers to string ids is discarded
-    with a :class:`~membrane.state.StateStoreWarning` ({} is returned).
-    """
-    key = _ref_map_key(conversation_id)
-    client = _ref_map_client(client, deadline_seconds)
-    try:
-        raw = client.get(key)
-    except redis_errors() as exc:
-        raise StoreUnavailable(f"cannot read the ref map: {exc}", store="redis") from exc
-    if raw is None:
-        return {}
-    ref_map = _parse_ref_map(raw)
-    if ref_map is None:
-        warnings.warn(
-            f"discarded the ref map stored under {key!r}: it is not a JSON object of "
-            "citation numbers to string ids",
-            StateStoreWarning,
-            stacklevel=2,
-        )
-        return {}
-    return ref_map
-
-
-def _parse_ref_map(raw: str | bytes) -> dict[int, str] | None:
-    """The ref map in ``raw``, or None when it is not one."""
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(value, dict):
-        return None
-    out: dict[int, str] = {}
-    for number, ref in value.items():
-        if not (number.isascii() and number.isdigit() and len(number) <= 9):
-            return None
-        if not isinstance(ref, str):
-            return None
-        out[int(number)] = ref
-    return out
+def _verb(operation: str) -> str:
+    return "read" if operation == "get" else "write"
