@@ -115,3 +115,86 @@ def test_only_the_report_reads_metadata_by_key() -> None:
         if keys:
             readers[str(relative)] = sorted(keys)
     assert readers == {}, f"read CompileReport fields instead: {readers}"
+
+
+MAX_COMPILER_LINES = 350
+MAX_FUNCTION_LINES = 60
+
+
+def test_the_compiler_module_only_orchestrates() -> None:
+    lines = len((SRC / "compiler.py").read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_COMPILER_LINES, lines
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_function_is_over_the_size_limit(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    long = [
+        f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"  # type: ignore[operator]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES  # type: ignore[operator]
+    ]
+    assert not long, long
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_private_name_is_imported_from_another_module(path: Path) -> None:
+    """``from x import _name`` only inside a package's ``__init__``, for its own modules."""
+    own = _package_of(path)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("membrane"):
+            continue
+        for alias in node.names:
+            if not alias.name.startswith("_"):
+                continue
+            own_module = path.name == "__init__.py" and node.module == own
+            assert own_module, f"{path.name} imports {alias.name} from {node.module}"
+
+
+def _module_name(path: Path) -> str:
+    parts = ("membrane", *path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    paths = {_module_name(p): p for p in SRC.rglob("*.py")}
+
+    def owner(name: str) -> str | None:
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {name: set() for name in paths}
+    for name, path in paths.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("membrane"):
+                targets = [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("membrane")]
+            for target in targets:
+                found = owner(target)
+                if found is not None and found != name:
+                    graph[name].add(found)
+    return graph
+
+
+def test_no_import_cycle() -> None:
+    """No module reaches itself through imports (``TYPE_CHECKING`` and local ones count)."""
+    graph = _import_graph()
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> None:
+        if name in path:
+            cycle = [*path[path.index(name) :], name]
+            raise AssertionError(" -> ".join(cycle))
+        if name in done:
+            return
+        for target in sorted(graph[name]):
+            visit(target, [*path, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])

@@ -169,6 +169,42 @@ def _pairs(
     return memories, tiers
 
 
+def _check_call(
+    user_msg: object,
+    user_id: object,
+    conversation_id: object,
+    redis_client: Any,
+    persist_ref_map: bool,
+    record_stress: bool,
+) -> None:
+    """The ids, and what the Redis options need, checked before anything runs."""
+    _check_ids(user_msg, user_id, conversation_id)
+    if (persist_ref_map or record_stress) and conversation_id is None:
+        raise InvalidInputError(
+            "persist_ref_map_to_redis and record_stress need a conversation_id to key Redis",
+            field="conversation_id",
+        )
+    if redis_client is not None:
+        check_async_client(redis_client)
+    elif record_stress:
+        raise InvalidInputError("record_stress needs a redis_client", field="redis_client")
+
+
+def _scoped(user_id: str | None, conversation_id: str | None) -> str | None:
+    return None if conversation_id is None else scoped_conversation(user_id, conversation_id)
+
+
+def _with_topic_shift(
+    result: CompileResult, history: Sequence[Message], user_msg: str, embedder: Embedder | None
+) -> CompileResult:
+    """``result`` with the topic-shift verdict in its report (None without an embedder)."""
+    shifted, reason = explain_attention_shift(_recent_user_texts(history), user_msg, None, embedder)
+    report = dataclasses.replace(
+        result.report, topic_shift=shifted, topic_shift_reason=reason, topic_shift_checked=True
+    )
+    return result.with_report(report)
+
+
 async def compile_prompt_async(
     user_msg: str,
     messages_list: Sequence[Message] | None = None,
@@ -191,67 +227,43 @@ async def compile_prompt_async(
     """Compile one chat-backend turn.
 
     ``retrieved_objects`` are ``(memory, tier)`` pairs, numbered ``[Mem:N]`` in order;
-    ``messages_list`` is the conversation so far as the backend holds it (a last user message
-    equal to ``user_msg`` is taken as the current turn). The compiler for this configuration
-    (``max_tokens``, ``model_id``, ``core_content``, ``state_store``, ``embedder`` and any other
-    :class:`ContextCompiler` option passed as a keyword) is made once and reused, and the turn is
-    compiled against the state of ``user_id`` + ``conversation_id``. Other keywords go to
-    :meth:`ContextCompiler.compile_async`.
+    ``messages_list`` is the conversation so far (a last user message equal to ``user_msg`` is
+    the current turn). One compiler per configuration (``max_tokens``, ``model_id``, any
+    :class:`ContextCompiler` option given as a keyword) is reused, against the state of
+    ``user_id`` + ``conversation_id``; other keywords go to ``compile_async``.
 
-    ``persist_ref_map_to_redis=True`` saves the ref map for ``MEMBRANE_REF_MAP_TTL_SECONDS``
-    through ``redis_client`` (a ``redis.asyncio`` client), or a client made for
-    ``MEMBRANE_REDIS_URL`` and closed after; read it back with
-    :func:`~membrane.state.get_ref_map_for_conversation` given the same ``conversation_id``,
-    ``user_id`` and ``state_namespace``. ``redis_client`` also caches pre-flight summaries of
-    ``compress_async``, and with ``record_stress=True`` keeps the turn's recent-stress record
-    (:mod:`membrane.stress`). Every one of these keys carries the conversation state's scope
-    (namespace, user, conversation), so no caller reads another's.
-
-    With an ``embedder``, ``metadata["topic_shift"]`` says whether ``user_msg`` leaves the topic
-    of the last user messages; otherwise it is None and ``metadata["topic_shift_reason"]`` says
-    why. Nothing is embedded or downloaded without an embedder.
+    ``persist_ref_map_to_redis=True`` saves the ref map through ``redis_client`` (a
+    ``redis.asyncio`` client) or one made for ``MEMBRANE_REDIS_URL`` (read it back with
+    :func:`~membrane.state.get_ref_map_for_conversation`); ``redis_client`` also caches
+    ``compress_async``'s summaries, and ``record_stress=True`` keeps the turn's stress record.
+    Every such key carries the conversation's full scope. ``metadata["topic_shift"]`` needs an
+    ``embedder`` (``metadata["topic_shift_reason"]`` says why it is None).
     """
-    _check_ids(user_msg, user_id, conversation_id)
-    if (persist_ref_map_to_redis or record_stress) and conversation_id is None:
-        raise InvalidInputError(
-            "persist_ref_map_to_redis and record_stress need a conversation_id to key Redis",
-            field="conversation_id",
-        )
-    if redis_client is not None:
-        check_async_client(redis_client)
-    elif record_stress:
-        raise InvalidInputError("record_stress needs a redis_client", field="redis_client")
+    _check_call(
+        user_msg, user_id, conversation_id, redis_client, persist_ref_map_to_redis, record_stress
+    )
     memories, tiers = _pairs(retrieved_objects)
     history = split_history(messages_list, user_msg)
     ctor = {k: options.pop(k) for k in list(options) if k in _CONSTRUCTOR_OPTIONS}
     ctor.update(state_store=state_store, embedder=embedder)
-    compiler = (pool if pool is not None else default_pool()).get(
-        max_tokens, model_id, core_content, **ctor
-    )
+    pool = pool if pool is not None else default_pool()
+    compiler = pool.get(max_tokens, model_id, core_content, **ctor)
     result = await compiler.compile_async(
         memories,
         user_msg,
         conversation_messages=history,
         tier_by_memory_id=tiers,
-        conversation_id=None
-        if conversation_id is None
-        else scoped_conversation(user_id, conversation_id),
+        conversation_id=_scoped(user_id, conversation_id),
         compress_async=compress_async,
         redis_client=redis_client,
         **options,
     )
-    shifted, reason = explain_attention_shift(_recent_user_texts(history), user_msg, None, embedder)
-    result = result.with_report(
-        dataclasses.replace(
-            result.report, topic_shift=shifted, topic_shift_reason=reason, topic_shift_checked=True
-        )
-    )
-    namespace = ctor.get("state_namespace")
-    scope = {"user_id": user_id, "state_namespace": namespace}
-    if persist_ref_map_to_redis and conversation_id is not None:
+    result = _with_topic_shift(result, history, user_msg, embedder)
+    scope = {"user_id": user_id, "state_namespace": ctor.get("state_namespace")}
+    if conversation_id is not None and persist_ref_map_to_redis:
         await _persist_ref_map(conversation_id, result.ref_map, redis_client, scope)
-    if record_stress and conversation_id is not None:
-        await record_recent_stress(conversation_id, result.metadata, redis_client, **scope)
+    if conversation_id is not None and record_stress:
+        await record_recent_stress(conversation_id, result.report, redis_client, **scope)
     return result
 
 

@@ -87,7 +87,7 @@ def _key(conversation_id: str, user_id: str | None, state_namespace: str | None)
 
 async def record_recent_stress(
     conversation_id: str,
-    metadata: Mapping[str, Any],
+    metadata: Mapping[str, Any] | CompileReport,
     client: Any,
     *,
     user_id: str | None = None,

@@ -40,7 +40,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True, slots=True)
 class TurnArgs:
     """The turn's texts: the question and what frames it."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from membrane import config
 from membrane.errors import StoreUnavailable
-from membrane.state.ref_map import _encode_ref_map, _ref_map_key, _ref_map_ttl
+from membrane.state.ref_map import encode_ref_map, ref_map_ttl, scoped_ref_map_key
 
 __all__ = [
     "async_client_from_url",
@@ -103,8 +103,8 @@ async def save_ref_map(
 ) -> None:
     """Await-able :func:`~membrane.state.set_ref_map_for_conversation`: same key, same text."""
     key, raw, ttl = (
-        _ref_map_key(conversation_id, user_id, state_namespace),
-        _encode_ref_map(ref_map),
-        _ref_map_ttl(ttl_seconds),
+        scoped_ref_map_key(conversation_id, user_id, state_namespace),
+        encode_ref_map(ref_map),
+        ref_map_ttl(ttl_seconds),
     )
     await redis_set(client, key, raw, ttl, "saving the ref map")

@@ -20,7 +20,14 @@ from membrane.state.client import bounded_client, check_client, check_deadline, 
 from membrane.state.keys import check_id, check_namespace, ref_map_key, scoped_conversation
 from membrane.state.protocol import StateStoreWarning
 
-__all__ = ["REF_MAP_CALL_THREADS", "get_ref_map_for_conversation", "set_ref_map_for_conversation"]
+__all__ = [
+    "REF_MAP_CALL_THREADS",
+    "encode_ref_map",
+    "get_ref_map_for_conversation",
+    "ref_map_ttl",
+    "scoped_ref_map_key",
+    "set_ref_map_for_conversation",
+]
 
 # A saved citation number has at most nine digits: the reader refuses a longer one (and with it
 # the whole map), so the writer refuses it first.
@@ -28,7 +35,7 @@ _MAX_REF_DIGITS = 9
 _MAX_REF = 10**_MAX_REF_DIGITS
 
 
-def _ref_map_key(
+def scoped_ref_map_key(
     conversation_id: object, user_id: object = None, state_namespace: object = None
 ) -> str:
     """The ref map's key, in the same scope as the conversation's state (ids checked first)."""
@@ -42,7 +49,7 @@ def _has_surrogate(text: str) -> bool:
     return any("\ud800" <= ch <= "\udfff" for ch in text)
 
 
-def _ref_map_ttl(ttl_seconds: object) -> int:
+def ref_map_ttl(ttl_seconds: object) -> int:
     """``ttl_seconds`` checked, or ``MEMBRANE_REF_MAP_TTL_SECONDS`` (600) when None."""
     if ttl_seconds is None:
         ttl_seconds = config.ref_map_ttl_seconds()
@@ -58,7 +65,7 @@ def _ref_map_ttl(ttl_seconds: object) -> int:
     return ttl_seconds
 
 
-def _encode_ref_map(ref_map: object) -> str:
+def encode_ref_map(ref_map: object) -> str:
     if not isinstance(ref_map, dict):
         raise InvalidInputError(
             f"ref_map must be a dict of citation numbers to ids, got {type(ref_map).__name__}",
@@ -130,9 +137,9 @@ def set_ref_map_for_conversation(
     >= 1. Bad arguments (a citation number of ten digits or more included) raise
     :class:`~membrane.errors.InvalidInputError` before Redis is called.
     """
-    key = _ref_map_key(conversation_id, user_id, state_namespace)
-    raw = _encode_ref_map(ref_map)
-    ttl = _ref_map_ttl(ttl_seconds)
+    key = scoped_ref_map_key(conversation_id, user_id, state_namespace)
+    raw = encode_ref_map(ref_map)
+    ttl = ref_map_ttl(ttl_seconds)
     client, deadline = _ref_map_client(client, deadline_seconds)
     _ref_map_call(client, deadline, lambda: client.set(key, raw, ex=ttl), "save the ref map")
 
@@ -150,7 +157,7 @@ def get_ref_map_for_conversation(
     A stored value that is not a map of integer citation numbers to string ids is discarded
     with a :class:`~membrane.state.StateStoreWarning` ({} is returned).
     """
-    key = _ref_map_key(conversation_id, user_id, state_namespace)
+    key = scoped_ref_map_key(conversation_id, user_id, state_namespace)
     client, deadline = _ref_map_client(client, deadline_seconds)
     raw = _ref_map_call(client, deadline, lambda: client.get(key), "read the ref map")
     if raw is None:
