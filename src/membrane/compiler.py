@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from membrane import config
 from membrane.capabilities import ModelLimits
+from membrane.compile_state import KeyedLocks, LRUCache, StateScope, StoreNotes, run_off_loop
 from membrane.messages import CheckedPrefix, HistoryVersion, Message
 from membrane.profile import Watch, start_watch
 from membrane.records import TextCapSetting
@@ -35,7 +36,6 @@ from membrane.request import (
     oversized_middle,
 )
 from membrane.result import CompileResult, CostQuote
-from membrane.session import KeyedLocks, LRUCache, StateScope, StoreNotes, run_off_loop
 from membrane.stages.agent import check_tools_change
 from membrane.stages.final import FinalInput, fit_final, fit_system
 from membrane.stages.preflight import (
@@ -209,8 +209,8 @@ class ContextCompiler:
     ) -> CompileResult:
         """The stages of one compile, from the state read to the state write and the result."""
         settings = self.settings
-        session = self._scope.session(self.state_store, request.history.conversation, notes)
-        tools_changed = check_tools_change(request.agent, session)
+        state = self._scope.view(self.state_store, request.history.conversation, notes)
+        tools_changed = check_tools_change(request.agent, state)
         semantic = self._semantic.call() if self._semantic is not None else None
         if settings.memory_placement == "system":
             overhead = settings.message_overhead_tokens
@@ -223,7 +223,7 @@ class ContextCompiler:
             window_in = WindowInput(
                 request.history, request.text, request.budget, offer.texts(), images
             )
-            window = self._window.plan(window_in, session, settings.window)
+            window = self._window.plan(window_in, state, settings.window)
             watch.lap("history")
             final_in = FinalInput(
                 request.text,
@@ -237,7 +237,7 @@ class ContextCompiler:
             watch.lap("fit")
             rendered = render_end(request, offer, window, final, semantic, settings, tools_changed)
         watch.lap("render")
-        writes = session.save()
+        writes = state.save()
         watch.lap("state_store")
         return self._emit(rendered, notes, watch, writes)
 
@@ -254,9 +254,9 @@ class ContextCompiler:
         """Like :meth:`compile`, with an async pre-flight compressor.
 
         The compressor runs only when the memories on offer exceed
-        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O
-        runs off the event loop (:func:`membrane.session.run_off_loop`). It must be ``async`` (a
-        sync one is refused before it runs) and is awaited holding no lock. With a
+        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O runs
+        off the event loop (:func:`membrane.compile_state.run_off_loop`). It must be ``async``
+        (a sync one is refused before it runs) and is awaited holding no lock. With a
         ``redis.asyncio`` ``redis_client`` and a ``conversation_id``, summaries are cached in
         Redis (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
         """

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from membrane.compile_state import StoreNotes
 from membrane.messages import ImageTally, Message, unstamped
 from membrane.profile import Watch
 from membrane.prompt_text import mem_numbers
@@ -21,7 +22,6 @@ from membrane.report import (
 )
 from membrane.request import CompileRequest, CompilerSettings
 from membrane.result import CompileResult
-from membrane.session import StoreNotes
 from membrane.stages.final import FittedFinal
 from membrane.stages.firewall import SystemMessage
 from membrane.stages.fit import rules_outcome

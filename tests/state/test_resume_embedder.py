@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from membrane import ContextCompiler, InMemoryStateStore
-from membrane.session import conversation_key
+from membrane.compile_state import conversation_key
 from membrane.stages.history import EMBEDDED_PASSAGES, MEANING_SCAN
 from tests.stages.test_semantic_recall_cost import Recording
 from tests.strategies import WORDS

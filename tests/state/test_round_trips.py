@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from membrane import ContextCompiler
-from membrane.session import SCALE_CACHE_SECONDS, StateScope, StoreNotes
+from membrane.compile_state import SCALE_CACHE_SECONDS, StateScope, StoreNotes
 from membrane.state import InMemoryStateStore, RedisStateStore
 from membrane.state.keys import conversation_key, scale_key
 from tests.state.counting import count_commands

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import membrane.session
+import membrane.compile_state
 from membrane import CompileResult, ContextCompiler
 from membrane.state import STATE_FORMAT_VERSION, InMemoryStateStore, RedisStateStore, StateStore
 from membrane.state.keys import conversation_key
@@ -85,7 +85,7 @@ def test_two_deploys_alternating(
     key = conversation_key("c1")
     for turn in range(10, 30):
         deploy, version = (old, OLD) if turn % 2 else (new, NEW)
-        monkeypatch.setattr(membrane.session, "STATE_FORMAT_VERSION", version)
+        monkeypatch.setattr(membrane.compile_state, "STATE_FORMAT_VERSION", version)
         stored_before = store.get(key)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # another deploy's value is no corrupt value
@@ -96,7 +96,7 @@ def test_two_deploys_alternating(
         if deploy is old:
             assert stored == stored_before  # the old deploy never overwrote the new
             # and it compiled as a worker that found nothing would
-            monkeypatch.setattr(membrane.session, "STATE_FORMAT_VERSION", OLD)
+            monkeypatch.setattr(membrane.compile_state, "STATE_FORMAT_VERSION", OLD)
             fresh = _compile(ContextCompiler(900, state_store=InMemoryStateStore()), turn)
             assert result.messages == fresh.messages
         assert result.metadata["history_messages_dropped"] > 0

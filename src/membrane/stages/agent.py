@@ -25,6 +25,7 @@ from membrane.capabilities import (
     ModelCapabilities,
     default_output_reserve,
 )
+from membrane.compile_state import StateView
 from membrane.errors import InvalidInputError
 from membrane.messages import (
     MAX_IMAGE_SIDE,
@@ -35,7 +36,6 @@ from membrane.messages import (
     tools_overhead,
     tools_text,
 )
-from membrane.session import Session
 
 __all__ = [
     "DEFAULT_RESERVE_CEILING",
@@ -152,7 +152,7 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def check_tools_change(agent: AgentInputs, session: Session) -> bool:
+def check_tools_change(agent: AgentInputs, state: StateView) -> bool:
     """Whether this conversation's tools differ from its last compile's (a cache break).
 
     Only compiles with tools read or write the tools' fingerprint, the ``tools`` field of the
@@ -161,6 +161,6 @@ def check_tools_change(agent: AgentInputs, session: Session) -> bool:
     if not agent.tools:
         return False
     fingerprint = tools_fingerprint(agent.tools)
-    before = session.conversation_state.get("tools")
-    session.write_conversation_state({"tools": fingerprint})
+    before = state.conversation_state.get("tools")
+    state.write_conversation_state({"tools": fingerprint})
     return isinstance(before, str) and before != fingerprint

@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from membrane.compile_state import LRUCache, StateView
 from membrane.messages import Message, message_text
 from membrane.prompt_text import INDEX_HEADER
 from membrane.report import WindowReport
-from membrane.session import LRUCache, Session
 from membrane.stages.history import (
     HistoryTracker,
     read_snapshot,
@@ -121,7 +121,9 @@ class WindowPlanner:
             str, tuple[HistoryTracker, tuple[str, str, int, int], str, int]
         ] = LRUCache(MAX_CONVERSATIONS, max_bytes=max_bytes, size=lambda v: 200 + len(v[2]))
 
-    def plan(self, given: WindowInput, session: Session, settings: WindowSettings) -> HistoryWindow:
+    def plan(
+        self, given: WindowInput, state: StateView, settings: WindowSettings
+    ) -> HistoryWindow:
         count = given.budget.counter.count
         overhead = settings.message_overhead_tokens
         history = given.history.messages
@@ -138,14 +140,14 @@ class WindowPlanner:
         after_core = max(given.budget.counted - count(given.text.core) - overhead, 0)
         share = max(int(settings.history_share * after_core), 1)
         line_room = _line_room(share, settings)
-        tracker, resume, why = self._tracker(given, share, line_room, settings, session)
+        tracker, resume, why = self._tracker(given, share, line_room, settings, state)
         system_text, index_lines, index_tokens, room = given.text.core, 0, 0, None
         if settings.eviction_index and tracker.lines:
-            room = _index_room(given, tracker, after_core, settings, session)
+            room = _index_room(given, tracker, after_core, settings, state)
             system_text, index_lines = self._system_text(given, tracker, room)
             if index_lines:
                 index_tokens = count(system_text) - count(given.text.core)
-        _save_state(given, tracker, session, room, line_room)
+        _save_state(given, tracker, state, room, line_room)
         window = _cut_for_turn(given, tracker, system_text, index_lines, index_tokens, overhead)
         return replace(window, resume=resume if why is None else f"{resume}:{why}")
 
@@ -155,7 +157,7 @@ class WindowPlanner:
         share: int,
         line_room: int,
         settings: WindowSettings,
-        session: Session,
+        state: StateView,
     ) -> tuple[HistoryTracker, str, str | None]:
         """The conversation's tracker, up to date, and whether it was kept, resumed or replayed."""
         counter, conversation = given.budget.counter, given.history.conversation
@@ -163,7 +165,7 @@ class WindowPlanner:
         tracker = self._trackers.get(key)
         resume, why = "in_process", None
         if tracker is None or not tracker.matches(given.history.messages):
-            tracker, why = _restore(given, share, line_room, settings, session)
+            tracker, why = _restore(given, share, line_room, settings, state)
             resume = "resumed" if why is None else "replayed"
             # One tracker per conversation: a new share or a rewritten history replaces it.
             self._trackers.discard_where(lambda k: k[0] == conversation)
@@ -231,7 +233,7 @@ def _restore(
     share: int,
     line_room: int,
     settings: WindowSettings,
-    session: Session,
+    state: StateView,
 ) -> tuple[HistoryTracker, str | None]:
     """The tracker saved in the state store, or a new one and why the saved one was not used.
 
@@ -246,13 +248,13 @@ def _restore(
     fresh = HistoryTracker(share, max(share // 2, 1), counter.count, overhead, frame)
     if len(given.history.messages) <= SHORT_HISTORY_MESSAGES:
         return fresh, "short"
-    saved = session.conversation_state.get("tracker")
+    saved = state.conversation_state.get("tracker")
     if saved is None:
         return fresh, "no_state"
     try:
         snapshot = read_snapshot(saved)
     except ValueError as exc:
-        session.reject_conversation_state(f"its history snapshot is unusable: {exc}")
+        state.reject_conversation_state(f"its history snapshot is unusable: {exc}")
         return fresh, "invalid"
     wanted = (share, max(share // 2, 1), overhead, frame, line_room)
     if snapshot.settings != wanted or snapshot.counter != counter.name:
@@ -269,18 +271,18 @@ def _index_room(
     tracker: HistoryTracker,
     after_core: int,
     settings: WindowSettings,
-    session: Session,
+    state: StateView,
 ) -> int:
     """The index block's room: decided by the first compile that sees a cut, then kept.
 
     It is what history, the current turn and one keyframe per memory on offer leave of the
     budget, between half of ``index_share`` and all of it.
     """
-    stored = session.conversation_state
+    stored = state.conversation_state
     events = tracker.event_count
     share_room = int(settings.index_share * after_core)
     if stored.get("room", 0) > share_room:  # no compile under this budget could have chosen it
-        stored = session.reject_conversation_state(
+        stored = state.reject_conversation_state(
             f"room {stored['room']} is above this budget's index share of {share_room} tokens"
         )
     if "room" in stored and stored.get("share") == tracker.share and stored.get("events") == events:
@@ -298,7 +300,7 @@ def _index_room(
 def _save_state(
     given: WindowInput,
     tracker: HistoryTracker,
-    session: Session,
+    state: StateView,
     room: int | None,
     line_room: int,
 ) -> None:
@@ -309,7 +311,7 @@ def _save_state(
     events = tracker.event_count
     if not events:
         return  # nothing cut yet: replaying is as cheap as restoring
-    stored = session.conversation_state
+    stored = state.conversation_state
     same_share = stored.get("share") == tracker.share
     stored_events = int(stored.get("events", -1)) if same_share else -1
     if stored_events > events or (stored_events == events and "tracker" in stored):
@@ -331,7 +333,7 @@ def _save_state(
     }
     if room is not None:
         value["room"] = room
-    session.write_conversation_state(value)
+    state.write_conversation_state(value)
 
 
 def _cut_for_turn(

@@ -1,7 +1,7 @@
 """One compile's view of the state store, and the bounded caches a compiler keeps between calls.
 
-A :class:`Session` is made per compile: the first stage that needs the conversation's state
-reads it (one store read), the stages queue the fields they change, and :meth:`Session.save`
+A :class:`StateView` is made per compile: the first stage that needs the conversation's state
+reads it (one store read), the stages queue the fields they change, and :meth:`StateView.save`
 writes the merged value after the last stage (one store write, and only when something
 changed). No stage touches the store itself. A :class:`StateScope` is what a compiler keeps
 between compiles: its key namespace and the model scales it read recently.
@@ -31,8 +31,8 @@ __all__ = [
     "SCALE_CACHE_SECONDS",
     "KeyedLocks",
     "LRUCache",
-    "Session",
     "StateScope",
+    "StateView",
     "StoreNotes",
     "load_calibration",
     "run_off_loop",
@@ -265,7 +265,7 @@ def _check_calibration(value: object) -> str | None:
 
 
 @dataclass
-class Session:
+class StateView:
     """What one compile read from the store, and what it will write back.
 
     The conversation's state is one value under one key. It is read at most once, the first
@@ -394,9 +394,9 @@ class StateScope:
             _SCALE_CACHE_MODELS
         )
 
-    def session(self, store: StateStore, conversation: str, notes: StoreNotes) -> Session:
+    def view(self, store: StateStore, conversation: str, notes: StoreNotes) -> StateView:
         """A compile's view of ``conversation``'s state in ``store``."""
-        return Session(store, conversation, notes, self.namespace)
+        return StateView(store, conversation, notes, self.namespace)
 
     def calibration(
         self, store: StateStore, model_id: str | None, notes: StoreNotes | None = None
