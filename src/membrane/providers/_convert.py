@@ -210,7 +210,10 @@ def _with_cuts(msg: NormalMessage, points: Sequence[int]) -> Message:
 
 
 def read_messages(
-    messages: Sequence[Mapping[str, Any]], cut_points: Mapping[int, Sequence[int]] | None = None
+    messages: Sequence[Mapping[str, Any]],
+    cut_points: Mapping[int, Sequence[int]] | None = None,
+    *,
+    responses_items: bool = False,
 ) -> list[Message]:
     """Compiled messages as neutral parts (see ``normalize_messages``), string content cut.
 
@@ -221,7 +224,8 @@ def read_messages(
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise InvalidInputError("result.messages must be a list of message dicts")
     points = cut_points or {}
-    return [_with_cuts(m, points.get(m.index, ())) for m in normalize_messages(messages)]
+    normal = normalize_messages(messages, responses_items=responses_items)
+    return [_with_cuts(m, points.get(m.index, ())) for m in normal]
 
 
 def read_with_cuts(result: CompiledPrompt) -> tuple[list[Breakpoint], list[Message]]:

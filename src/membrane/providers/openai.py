@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from membrane.capabilities import get_cache_pricing, get_token_scale
 from membrane.errors import InvalidInputError
+from membrane.messages import ITEMS_KEY
 from membrane.providers._agent import openai_tools, output_cap, read_tools
 from membrane.providers._convert import CompiledPrompt, read_messages, request_model
 from membrane.tokenizers import TiktokenAdapter
@@ -54,7 +55,11 @@ def openai_request(
         )
     read_messages(result.messages)
     request = request_model(result, model, "openai")
-    request["messages"] = copy.deepcopy(list(result.messages))
+    # A message read from Responses items goes in its chat form (reasoning left out).
+    request["messages"] = [
+        copy.deepcopy({k: v for k, v in m.items() if k != ITEMS_KEY} if ITEMS_KEY in m else m)
+        for m in result.messages
+    ]
     specs = read_tools(result)
     if specs and "tools" not in extra:
         request["tools"] = openai_tools(specs)

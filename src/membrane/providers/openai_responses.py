@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from membrane.errors import InvalidInputError
-from membrane.messages import Image, Part, Text, ToolCall, ToolResult, ToolSpec
+from membrane.messages import ITEMS_KEY, Image, Part, Text, ToolCall, ToolResult, ToolSpec
 from membrane.providers._agent import output_cap, read_tools
 from membrane.providers._convert import (
     CompiledPrompt,
@@ -63,6 +63,9 @@ def _message(role: str, parts: list[Part], text_only: str | None, where: str) ->
 
 
 def _items(msg: Message, raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    kept = raw.get(ITEMS_KEY)
+    if isinstance(kept, list):  # read from Responses items: they go back as they came
+        return copy.deepcopy(kept)
     where = f"messages[{msg.index}]"
     role = "developer" if raw.get("role") == "developer" else msg.role
     items: list[dict[str, Any]] = []
@@ -111,6 +114,24 @@ def _tools(specs: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
     ]
 
 
+# Server-held conversation state: the server would put what it holds before the input.
+_SERVER_STATE = ("previous_response_id", "conversation")
+
+
+def _refuse_server_state(extra: Mapping[str, Any]) -> None:
+    for name in _SERVER_STATE:
+        if extra.get(name) is not None:
+            raise InvalidInputError(
+                f"{name} makes the server put the conversation it holds in front of this "
+                "input, but the input already holds the history Membrane compiled: the model "
+                "would read it twice and the prompt would outgrow the budget. Send the "
+                f"compiled input statelessly (leave out {name}; store=False if you like), or "
+                "send only the new turn yourself without Membrane's history "
+                "(docs/providers.md#server-held-state)",
+                field=name,
+            )
+
+
 def openai_responses_request(
     result: CompiledPrompt,
     *,
@@ -132,6 +153,10 @@ def openai_responses_request(
     one OpenAI model in the capability map. OpenAI caches shared prefixes by itself;
     ``prompt_cache_key`` helps it route requests that share one. Raises
     :class:`ToolPairingError` when a tool result has no call or a call no result.
+    History compiled from Responses items (reasoning, hosted tools, compaction) goes back as
+    those items, unchanged. ``previous_response_id`` and ``conversation`` are refused
+    (:class:`InvalidInputError`): the server would add the history it holds to the one
+    Membrane compiled.
 
     >>> from types import SimpleNamespace
     >>> r = SimpleNamespace(messages=[{"role": "user", "content": "Hi"}], metadata={})
@@ -144,7 +169,9 @@ def openai_responses_request(
         raise InvalidInputError(
             "input comes from the compile result; do not pass it again", field="input"
         )
-    messages = label_speakers(read_messages(result.messages), result.messages)
+    _refuse_server_state(extra)
+    read = read_messages(result.messages, responses_items=True)
+    messages = label_speakers(read, result.messages)
     request = request_model(result, model, "openai")
     request["input"] = [
         item for msg in messages for item in _items(msg, result.messages[msg.index])
