@@ -51,3 +51,15 @@ def test_the_chat_form_goes_to_chat_completions(stub: Stub, client: openai.OpenA
     calls = body["messages"][2]["tool_calls"]
     assert [c["function"]["arguments"] for c in calls] == ['{"city": "Paris"}', '{"city": "Lagos"}']
     assert body["messages"][-2]["content"] == [{"type": "text", "text": "Thanks!"}]
+
+
+def test_a_compaction_item_goes_first_and_as_it_came(stub: Stub, client: openai.OpenAI) -> None:
+    compaction = {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAABoQ3ByZXNz"}
+    history = [{"role": "user", "content": "before the boundary"}, compaction, *ITEMS]
+    compiler = ContextCompiler(8000, model_id="openai/gpt-5.1")
+    result = compiler.compile([], "And tomorrow?", conversation_messages=history)
+    assert result.metadata["compaction_boundary"] == 1
+    send_openai_responses(client, result)
+    (body,) = stub.bodies("/responses")
+    assert json.dumps(body["input"][1:-1]) == json.dumps(history[1:])
+    assert "before the boundary" not in json.dumps(body)
