@@ -320,7 +320,7 @@ class ContextCompiler:
     def _request(self, args: CompileArgs, notes: StoreNotes) -> CompileRequest:
         """The checked request: the model's scale read from the store, then the arguments."""
         conversation = args.options.conversation_id
-        key = conversation if conversation is not None else DEFAULT_CONVERSATION
+        key = conversation if isinstance(conversation, str) else DEFAULT_CONVERSATION
         counter = self._counters.for_call(args.options.tokenizer_registry)
         request = normalise(
             args, self.settings, counter, self._scale(notes), self._checked.get(key)
