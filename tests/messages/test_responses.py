@@ -168,9 +168,8 @@ def test_cuts_keep_a_suffix_of_whole_units_within_the_budget(
 
 
 def test_other_builders_send_the_chat_form_or_refuse_what_it_cannot_carry() -> None:
-    portable = [i for i in ITEMS if i["type" if "type" in i else "role"] != "web_search_call"]
-    portable = [i for i in portable if i.get("type") not in ("custom_tool_call",)]
-    portable = [i for i in portable if i.get("type") != "custom_tool_call_output"]
+    hosted = {"web_search_call", "custom_tool_call", "custom_tool_call_output"}
+    portable = [i for i in ITEMS if i.get("type") not in hosted]
     compiler = ContextCompiler(8000, model_id="anthropic/claude-opus-5-5")
     result = compiler.compile([], "And tomorrow?", conversation_messages=portable)
     body = anthropic_request(result, max_tokens=64)
@@ -179,10 +178,23 @@ def test_other_builders_send_the_chat_form_or_refuse_what_it_cannot_carry() -> N
     assert "encrypted_content" not in json.dumps(body)  # OpenAI's reasoning stays out
     chat = openai_request(result, model="gpt-4.1")
     assert all(ITEMS_KEY not in m for m in chat["messages"])
-    hosted = compiler.compile([], "Q", conversation_messages=ITEMS, conversation_id="h")
+    with_hosted = compiler.compile([], "Q", conversation_messages=ITEMS, conversation_id="h")
     with pytest.raises(InvalidInputError, match="openai_responses_request") as caught:
-        anthropic_request(hosted, max_tokens=64)
+        anthropic_request(with_hosted, max_tokens=64)
     assert caught.value.field is not None and caught.value.field.startswith("messages[")
+    # A file has no chat form either; a chat message carried behind a reasoning item does.
+    file_part = {"type": "input_file", "file_id": "file-1"}
+    mixed = [
+        {"type": "message", "role": "user", "content": [file_part]},
+        REASONING,
+        {"role": "assistant", "content": [{"type": "text", "text": "Read it."}]},
+    ]
+    with_file = compiler.compile([], "Q", conversation_messages=mixed, conversation_id="f")
+    with pytest.raises(InvalidInputError, match="'input_file'"):
+        anthropic_request(with_file, max_tokens=64)
+    body = anthropic_request(compiler.compile([], "Q", conversation_messages=mixed[1:]))
+    (block,) = body["messages"][0]["content"]  # the chat message, its reasoning left out
+    assert block["type"] == "text" and block["text"] == "Read it."
 
 
 @pytest.mark.parametrize("name", ["previous_response_id", "conversation"])

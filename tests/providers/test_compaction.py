@@ -95,6 +95,26 @@ def test_the_cut_never_drops_the_boundary() -> None:
     assert "(old" not in json.dumps(result.messages)  # neither sent, indexed nor recalled
 
 
+def test_a_boundary_arriving_mid_conversation_drops_the_old_index_and_cut() -> None:
+    before = []
+    for i in range(40):
+        before += [
+            {"role": "user", "content": f"Old question {i} about the zebra crate?"},
+            {"role": "assistant", "content": f"Old answer {i}: the zebra crate is fine."},
+        ]
+    model = "anthropic/claude-opus-5-5"
+    compiler = ContextCompiler(2000, model_id=model, core_content="Be kind.")
+    first = compiler.compile([], "Zebra crate?", conversation_messages=before, conversation_id="c")
+    assert first.metadata["history_index_lines"] > 0  # the old turns were cut and indexed
+    later = compiler.compile(
+        [], "Zebra crate?", conversation_messages=[*before, BOUNDARY, *AFTER], conversation_id="c"
+    )
+    assert later.metadata["compaction_boundary"] == len(before)
+    assert later.metadata["history_index_lines"] == 0
+    assert "zebra" not in json.dumps(later.messages[:-1]).lower()
+    assert later.messages[1] == BOUNDARY
+
+
 def test_an_openai_compaction_item_is_a_boundary_too() -> None:
     item = {"type": "compaction", "id": "cmp_7", "encrypted_content": "gAAAAABoQ3ByZXNzZWQ"}
     history = [*OLD, item, {"type": "message", "role": "user", "content": "Next?"}]

@@ -92,20 +92,20 @@ def opaque_text(message: Mapping[str, Any]) -> str:
 
 # What other APIs can be sent in chat form: reasoning is left out (OpenAI alone can read it).
 _PORTABLE = frozenset({"message", "function_call", "function_call_output", "reasoning"})
-_PORTABLE_PARTS = frozenset({"input_text", "output_text", "refusal"})
 
 
 def unportable_item(message: Mapping[str, Any]) -> str | None:
-    """The first item or part of ``message``'s Responses items with no chat form, if any."""
+    """The first item or part of ``message``'s Responses items with no chat form, if any: a
+    hosted tool, a compaction, a file, an image given by file id."""
     for item in message.get(ITEMS_KEY) or ():
         kind = _kind(item) if isinstance(item, Mapping) else type(item).__name__
         if kind not in _PORTABLE:
             return kind
         content = item.get("content") if kind == "message" else None
         for part in content if isinstance(content, list) else ():
-            form = _part(part)
-            if part.get("type") not in _PORTABLE_PARTS and form.get("type") != "image_url":
-                return str(part.get("type"))
+            part_kind = part.get("type") if isinstance(part, Mapping) else None
+            if part_kind in ("input_image", "input_file") and _part(part)["type"] == "text":
+                return str(part_kind)
     return None
 
 
