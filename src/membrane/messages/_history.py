@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from membrane.errors import InvalidInputError
-from membrane.messages._responses import is_responses_item, read_items
+from membrane.messages._responses import RESPONSES_PARTS, read_items
 
 __all__ = ["HistoryRead", "read_history"]
 
 _COMPACTION = "compaction"
+# Part types that make a message worth a closer look: a compaction block, or a Responses part.
+_MARKED = RESPONSES_PARTS | {_COMPACTION}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +47,8 @@ class HistoryRead:
         return out
 
 
-def _compaction_block(message: object) -> int | None:
-    """The index of the last Anthropic compaction block with content in ``message``."""
-    content = message.get("content") if isinstance(message, Mapping) else None
-    if not isinstance(content, list):
-        return None
+def _boundary_block(content: list[Any]) -> int | None:
+    """The index of the last Anthropic compaction block with content in ``content``."""
     for j in range(len(content) - 1, -1, -1):
         block = content[j]
         if (
@@ -61,33 +60,55 @@ def _compaction_block(message: object) -> int | None:
     return None
 
 
-def _last_boundary(messages: Sequence[object]) -> tuple[int, int] | None:
-    """(message, block) of the last compaction; block 0 for an OpenAI item."""
-    for i in range(len(messages) - 1, -1, -1):
+def _scan(messages: Sequence[Any], start: int) -> tuple[tuple[int, int] | None, bool]:
+    """The last compaction boundary in ``messages[start:]`` (message, block; block 0 for an
+    OpenAI item) and whether a Responses item is at or after it, in one pass from the end.
+
+    Most messages are plain chat with string content: two dict reads each.
+    """
+    responses = False
+    for i in range(len(messages) - 1, start - 1, -1):
         message = messages[i]
-        if isinstance(message, Mapping) and message.get("type") == _COMPACTION:
-            if not isinstance(message.get("encrypted_content"), str):
-                where = f"conversation_messages[{i}]"
-                raise InvalidInputError(
-                    f"{where} is a compaction item without its encrypted_content string; send "
-                    "the item as the Responses API returned it",
-                    field=where,
-                )
-            return i, 0
-        block = _compaction_block(message)
+        if message.__class__ is not dict and not isinstance(message, Mapping):
+            continue  # validation refuses it
+        kind = message.get("type")
+        if kind == _COMPACTION:
+            _check_item(message, i)
+            return (i, 0), True
+        responses = responses or kind is not None
+        content = message.get("content")
+        if content.__class__ is not list:
+            continue
+        kinds = {b.get("type") for b in content if isinstance(b, Mapping)} & _MARKED
+        responses = responses or bool(kinds - {_COMPACTION})
+        block = _boundary_block(content) if _COMPACTION in kinds else None
         if block is not None:
-            return i, block
-    return None
+            return (i, block), responses
+    return None, responses
 
 
-def read_history(messages: object) -> HistoryRead:
+def _check_item(item: Mapping[str, Any], i: int) -> None:
+    if not isinstance(item.get("encrypted_content"), str):
+        where = f"conversation_messages[{i}]"
+        raise InvalidInputError(
+            f"{where} is a compaction item without its encrypted_content string; send the item "
+            "as the Responses API returned it",
+            field=where,
+        )
+
+
+def read_history(messages: object, start: int = 0) -> HistoryRead:
     """The history from its last compaction boundary on, Responses items read as chat.
 
-    Anything that is not a list of messages is returned as given, for validation to refuse.
+    ``messages[:start]`` are known to hold neither (a prefix proved unchanged since it was
+    read), so only the rest is scanned. Anything that is not a list of messages is returned
+    as given, for validation to refuse.
     """
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         return HistoryRead(messages)
-    found = _last_boundary(messages)
+    found, responses = _scan(messages, start)
+    if found is None and not responses:
+        return HistoryRead(messages)
     offset = 0 if found is None else found[0]
     items: Sequence[Any] = messages
     if found is not None:
@@ -95,9 +116,7 @@ def read_history(messages: object) -> HistoryRead:
         if found[1]:
             first = items[0]
             items[0] = {**first, "content": first["content"][found[1] :]}
-    if not any(is_responses_item(m) for m in items):
-        if found is None:
-            return HistoryRead(messages)
+    if not responses:
         return HistoryRead(items, tuple((i, i + 1) for i in range(offset, len(messages))), offset)
     chat, spans = read_items(items)
     moved = tuple((start + offset, stop + offset) for start, stop in spans)

@@ -33,6 +33,7 @@ from membrane.errors import InvalidInputError
 
 __all__ = [
     "ITEMS_KEY",
+    "RESPONSES_PARTS",
     "ItemsRead",
     "is_responses_item",
     "opaque_text",
@@ -53,7 +54,8 @@ _CALLS = {
     "apply_patch_call": "apply_patch_call_output",
 }
 _OUTPUTS = frozenset(_CALLS.values())
-_RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
+#: The content part types only the Responses API writes.
+RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
 # Item keys that are not a call's arguments.
 _CALL_FIELDS = frozenset({"type", "id", "call_id", "status", "name"})
 
@@ -74,7 +76,7 @@ def is_responses_item(item: object) -> bool:
         return True
     content = item.get("content")
     return isinstance(content, list) and any(
-        isinstance(p, Mapping) and p.get("type") in _RESPONSES_PARTS for p in content
+        isinstance(p, Mapping) and p.get("type") in RESPONSES_PARTS for p in content
     )
 
 

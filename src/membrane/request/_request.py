@@ -19,7 +19,6 @@ from membrane.messages import (
     Message,
     check_history,
     leading_unit,
-    read_history,
 )
 from membrane.request._checks import check_compressor, check_message_counts, check_turn_texts
 from membrane.request._offer import normalise_offer
@@ -152,8 +151,7 @@ def normalise(
         turn.dynamic_directives,
         options.conversation_id,
     )
-    read = read_history(history.messages)
-    messages, proof = check_history(read.messages, checked, history.version)
+    messages, proof, read = check_history(history.messages, checked, history.version)
     profile = options.profile
     label = profile.classify(turn.user_message, messages) if profile is not None else None
     # One capability lookup per compile: the context cap here, caching in the metadata.

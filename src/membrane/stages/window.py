@@ -174,6 +174,7 @@ class WindowPlanner:
             messages=history.messages[pinned:],
             counts=counts[pinned:] if counts is not None else None,
             pinned=0,
+            proof=None,  # it proves the caller's list, not this part of it
         )
         budget = replace(given.budget, counted=max(given.budget.counted - tokens, 0))
         window = self.plan(replace(given, history=rest, budget=budget), session, settings)
