@@ -172,9 +172,9 @@ class ContextCompiler:
         """Compile one turn (each argument: docs/history.md, docs/agents.md).
 
         ``memories`` are :class:`~membrane.records.MemoryItem` rows (or objects with ``id`` and
-        ``memory_kind``), cited ``[Mem:N]`` in their order. ``conversation_messages`` (OpenAI or
-        Anthropic shape, tool calls included) are sent as given, cut from the oldest end in
-        chunks; ``conversation_id`` names their state. ``tools``, images and
+        ``memory_kind``), cited ``[Mem:N]`` in their order. ``conversation_messages`` (OpenAI,
+        Responses items or Anthropic shape) are sent as given, cut from the oldest end in
+        chunks after the last compaction; ``conversation_id`` names their state. ``tools``, images,
         ``reserve_output_tokens`` count against the budget. ``history_version`` vouches that
         the history only grew; ``message_token_counts`` are the caller's counts, taken on trust;
         ``new_session`` marks a turn after the provider's cache expired; ``speakers`` names who
