@@ -204,3 +204,19 @@ def test_server_held_state_is_refused(name: str) -> None:
         openai_responses_request(result, model="gpt-5.1", **{name: "resp_123"})
     assert caught.value.field == name
     assert openai_responses_request(result, model="gpt-5.1", store=False)["store"] is False
+
+
+@given(history=responses_histories(max_turns=10), budget=st.integers(800, 4000))
+def test_the_sent_prefix_is_stable_while_the_cut_stays(
+    history: list[dict[str, Any]], budget: int
+) -> None:
+    compiler = ContextCompiler(budget, model_id="openai/gpt-5.1", core_content="Be brief.")
+    starts = [i for i, item in enumerate(history) if item.get("role") == "user"]
+    before: tuple[int, list[Any]] | None = None
+    for stop in [*starts[1:], len(history)]:
+        result = compiler.compile([], "Next?", conversation_messages=history[:stop])
+        sent = openai_responses_request(result)["input"][:-1]  # all but this turn's question
+        dropped = result.metadata["history_messages_dropped"]
+        if before is not None and before[0] == dropped:
+            assert sent[: len(before[1])] == before[1]  # appended to, never rewritten
+        before = (dropped, sent)
