@@ -20,7 +20,8 @@ def _strict(node: Any) -> Any:
     if isinstance(node, dict):
         if node.get("type") == "generator":
             node["type"] = "list"
-        if node.get("type") in ("typed-dict", "model-fields"):
+        # A model that types its extra fields (a JSON schema's free-form keys) keeps them.
+        if node.get("type") in ("typed-dict", "model-fields") and "extras_schema" not in node:
             node["extra_behavior"] = "forbid"
         for value in node.values():
             _strict(value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 from typing import Any
 
@@ -155,3 +156,111 @@ def stamped_conversations(draw: st.DrawFn, max_turns: int = 30) -> list[dict[str
             stamp = datetime.datetime.fromtimestamp(clock, datetime.timezone.utc).isoformat()
         out.append({**message, "timestamp": stamp})
     return out
+
+
+@st.composite
+def _responses_turn(draw: st.DrawFn, index: int) -> list[dict[str, Any]]:
+    """One exchange as Responses items: a user message, then reasoning, tool calls with their
+    outputs (one or parallel), a hosted web search, and an assistant message, in the order
+    ``response.output`` gives them."""
+    out: list[dict[str, Any]] = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": draw(text)}]}
+    ]
+    for step in range(draw(st.integers(0, 2))):
+        if draw(st.booleans()):
+            out.append(_reasoning(f"rs_{index}_{step}", draw(st.integers(8, 400))))
+        ids = [f"call_{index}_{step}_{k}" for k in range(draw(st.integers(1, 3)))]
+        for call_id in ids:
+            arguments = json.dumps({"q": draw(word)})
+            out.append(
+                {
+                    "type": "function_call",
+                    "call_id": call_id,
+                    "name": "lookup",
+                    "arguments": arguments,
+                    "id": f"fc_{call_id}",
+                    "status": "completed",
+                }
+            )
+        out.extend(
+            {"type": "function_call_output", "call_id": c, "output": draw(text)} for c in ids
+        )
+    if draw(st.booleans()):
+        out.append(
+            {
+                "type": "web_search_call",
+                "id": f"ws_{index}",
+                "status": "completed",
+                "action": {"type": "search", "query": draw(word)},
+            }
+        )
+    if draw(st.booleans()):
+        out.append(_reasoning(f"rs_{index}_answer", draw(st.integers(8, 400))))
+    out.append(
+        {
+            "type": "message",
+            "id": f"msg_{index}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": draw(text), "annotations": []}],
+        }
+    )
+    return out
+
+
+def _reasoning(item_id: str, size: int) -> dict[str, Any]:
+    # Stands in for encrypted content: base64-like text of the given length.
+    blob = ("gAAAAAB" + "Qx7pL2mZ" * (size // 8 + 1))[:size]
+    return {"type": "reasoning", "id": item_id, "summary": [], "encrypted_content": blob}
+
+
+@st.composite
+def responses_histories(draw: st.DrawFn, max_turns: int = 12) -> list[dict[str, Any]]:
+    """Conversations as Responses API input items (see ``_responses_turn``)."""
+    out: list[dict[str, Any]] = []
+    for i in range(draw(st.integers(0, max_turns))):
+        out.extend(draw(_responses_turn(i)))
+    return out
+
+
+#: A word no strategy draws: it marks what lies before a compaction boundary.
+BEFORE_BOUNDARY = "zebrafore"
+
+
+@st.composite
+def compacted_histories(draw: st.DrawFn) -> tuple[list[dict[str, Any]], int, str]:
+    """A history with a compaction boundary in it: (messages, the boundary's index, provider).
+
+    Everything before the boundary says ``BEFORE_BOUNDARY``. The boundary is an Anthropic
+    ``compaction`` block opening an assistant message (after an earlier block and text of the
+    same message, sometimes) or an OpenAI ``compaction`` item.
+    """
+    before = [
+        {"role": role, "content": f"{BEFORE_BOUNDARY} {i}: {draw(text)}"}
+        for i, role in zip(range(draw(st.integers(0, 12))), itertools.cycle(["user", "assistant"]))
+    ]
+    provider = draw(st.sampled_from(["anthropic", "openai"]))
+    summary = draw(text)
+    if provider == "openai":
+        boundary: dict[str, Any] = {
+            "type": "compaction",
+            "id": "cmp_1",
+            "encrypted_content": "gAAAAAB" + "Zq9" * 40,
+        }
+        after = draw(responses_histories(max_turns=8))
+    else:
+        block = {
+            "type": "compaction",
+            "content": summary,
+            "encrypted_content": "opaque-" + "Kv3" * 20,
+            "signature": "sig-" + "9f" * 16,
+            "tool_changes": [],
+        }
+        earlier = [{"type": "text", "text": f"{BEFORE_BOUNDARY} in the same message"}]
+        lead = earlier if draw(st.booleans()) else []
+        boundary = {
+            "role": "assistant",
+            "content": [*lead, block, {"type": "text", "text": draw(text)}],
+        }
+        after = draw(conversations(max_turns=8))
+    return [*before, boundary, *after], len(before), provider

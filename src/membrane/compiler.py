@@ -17,6 +17,7 @@ from membrane.capabilities import ModelLimits
 from membrane.compile_state import KeyedLocks, LRUCache, StateScope, StoreNotes, run_off_loop
 from membrane.messages import CheckedPrefix, HistoryVersion, Message
 from membrane.profile import Watch, start_watch
+from membrane.providers.usage import checked_prompt_tokens, prompt_tokens_from_usage
 from membrane.records import TextCapSetting
 from membrane.regions import Region
 from membrane.render import Rendered, render_end, render_system, timed_report
@@ -55,14 +56,7 @@ if TYPE_CHECKING:
     from membrane.stages.preflight import AsyncCompressor, PreFlightAnalyst
     from membrane.tokenizers import TokenizerRegistry
 
-__all__ = [
-    "CompileMetrics",
-    "CompileResult",
-    "ContextCompiler",
-    "CostQuote",
-    "Embedder",
-    "Region",
-]
+__all__ = ["CompileMetrics", "CompileResult", "ContextCompiler", "CostQuote", "Embedder", "Region"]
 
 _MAX_CONVERSATIONS = 512
 
@@ -176,9 +170,9 @@ class ContextCompiler:
         """Compile one turn (each argument: docs/history.md, docs/agents.md).
 
         ``memories`` are :class:`~membrane.records.MemoryItem` rows (or objects with ``id`` and
-        ``memory_kind``), cited ``[Mem:N]`` in their order. ``conversation_messages`` (OpenAI or
-        Anthropic shape, tool calls included) are sent as given, cut from the oldest end in
-        chunks; ``conversation_id`` names their state. ``tools``, images and
+        ``memory_kind``), cited ``[Mem:N]`` in their order. ``conversation_messages`` (OpenAI,
+        Responses items or Anthropic shape) are sent as given, cut from the oldest end in
+        chunks after the last compaction; ``conversation_id`` names their state. ``tools``, images,
         ``reserve_output_tokens`` count against the budget. ``history_version`` vouches that
         the history only grew; ``message_token_counts`` are the caller's counts, taken on trust;
         ``new_session`` marks a turn after the provider's cache expired; ``speakers`` names who
@@ -281,18 +275,26 @@ class ContextCompiler:
 
         The ratio to Membrane's own count is smoothed per model and shared through the state
         store; later compiles divide the budget by the scale. A fixed ``token_scale`` ignores
-        observations.
+        observations. A count under half of Membrane's is refused (``InvalidInputError``): it
+        is part of the prompt, not all of it; :meth:`observe_usage` adds the parts up.
         """
-        if isinstance(actual_prompt_tokens, bool) or not isinstance(actual_prompt_tokens, int):
-            raise TypeError("actual_prompt_tokens must be an int (the provider's prompt tokens)")
+        report = result.report
+        actual = checked_prompt_tokens(actual_prompt_tokens, report.sent_tokens)
         if self.settings.fixed_token_scale is not None:
             return self.settings.fixed_token_scale
-        report = result.report
         with self._locks.hold(("scale", report.model_id)):  # one model's observations take turns
             calibration = self._scope.observe(
-                self.state_store, report.model_id, report.sent_tokens, actual_prompt_tokens
+                self.state_store, report.model_id, report.sent_tokens, actual
             )
         return calibration.scale
+
+    def observe_usage(self, result: CompileResult, usage: object) -> float:
+        """:meth:`observe` with the provider's response, its usage or a dict of its fields.
+
+        The whole prompt is read per provider (``membrane.providers.usage``); a stream's final
+        usage works too. Returns the scale now.
+        """
+        return self.observe(result, prompt_tokens_from_usage(usage))
 
     def estimate(
         self,

@@ -43,6 +43,7 @@ from membrane import (  # noqa: E402
     bedrock_converse_request,
     gemini_request,
     openai_request,
+    openai_responses_request,
 )
 
 Observation = Any
@@ -218,6 +219,29 @@ def path_cases() -> Iterator[tuple[str, Callable[[], Observation]]]:
     yield "path/shared_store", _shared_store_case
     yield "path/options", _options_case
     yield "path/redis", _redis_case
+    yield "path/provider_boundaries", _provider_boundaries_case
+
+
+def _provider_boundaries_case() -> Observation:
+    """Responses items as history, compaction boundaries, explicit OpenAI breakpoints."""
+    from tests.messages.test_responses import ITEMS
+    from tests.providers.test_compaction import AFTER, BOUNDARY, OLD
+
+    out: list[Observation] = []
+    rules = "\n".join(f"Rule {i}: answer the support desk's way, item {i}." for i in range(120))
+    for model in ("openai/gpt-5.1", "openai/gpt-5.6-sol"):
+        compiler = ContextCompiler(6000, model_id=model, core_content=rules)
+        result = compiler.compile(_big_memories(6), "And tomorrow?", conversation_messages=ITEMS)
+        out.append(observe_result(result))
+        out.append(openai_responses_request(result))
+        out.append(openai_responses_request(result, prompt_cache_options={"mode": "explicit"}))
+    compiler = ContextCompiler(6000, model_id="anthropic/claude-opus-5-5", core_content=rules)
+    result = compiler.compile([], "When?", conversation_messages=[*OLD, BOUNDARY, *AFTER])
+    out.append(observe_result(result))
+    out.append(anthropic_request(result, max_tokens=64, cache_control=True))
+    usage = {"input_tokens": 40, "cache_read_input_tokens": 3000, "cache_creation_input_tokens": 9}
+    out.append(["observe_usage", compiler.observe_usage(result, usage)])
+    return out
 
 
 def _big_memories(n: int = 40) -> list[MemoryItem]:

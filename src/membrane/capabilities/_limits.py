@@ -37,6 +37,8 @@ class ModelCapabilities:
     max_input_tokens: int | None = None
     reasoning: bool = False
     reasoning_reserve: int | None = None
+    #: The request may mark where cached prefixes end (OpenAI's ``prompt_cache_breakpoint``).
+    cache_breakpoints: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -294,6 +294,7 @@ def get_model_capabilities(
         None if match is None else parsed.max_inputs.get(match.key),
         reasoning,
         None if provider is None else parsed.reasoning_reserve.get(provider),
+        match is not None and match.key in parsed.cache_breakpoints,
     )
     if limits is None:
         return found

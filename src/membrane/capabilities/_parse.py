@@ -125,6 +125,8 @@ class ParsedMap:
     # Models that reason (think) before answering by default, and the reserve per provider.
     reasoning: frozenset[str] = frozenset()
     reasoning_reserve: dict[str, int] = dataclasses.field(default_factory=dict)
+    # Models that take explicit cache breakpoints in the request (OpenAI's GPT-5.6 and later).
+    cache_breakpoints: frozenset[str] = frozenset()
     # family -> ((version, key), ...) oldest first, for GPT, o-series and Gemini ids.
     families: dict[str, tuple[tuple[tuple[int, int], str], ...]] = dataclasses.field(
         default_factory=dict
@@ -235,14 +237,15 @@ def parse_map(raw: object, where: str) -> ParsedMap:
         scale_from=scale_from,
         models=_parse_models(raw.get("models", {}), where),
         max_inputs=max_inputs,
-        reasoning=frozenset(k for k, e in sections["capabilities"].items() if _reasons(e)),
+        reasoning=_flagged(sections["capabilities"], "reasoning"),
+        cache_breakpoints=_flagged(sections["capabilities"], "cache_breakpoints"),
         reasoning_reserve=_parse_reasoning(raw.get("reasoning", {}), where),
         families={f: tuple(sorted(v)) for f, v in others.items()},
     )
 
 
-def _reasons(entry: object) -> bool:
-    return isinstance(entry, dict) and entry.get("reasoning") is True
+def _flagged(entries: dict[str, Any], flag: str) -> frozenset[str]:
+    return frozenset(k for k, e in entries.items() if isinstance(e, dict) and e.get(flag) is True)
 
 
 def _parse_reasoning(section: object, where: str) -> dict[str, int]:

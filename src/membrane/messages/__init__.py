@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from membrane.messages._checks import check_text, find_lone_surrogate
 from membrane.messages._digest import CheckedPrefix, HistoryVersion, check_history, prefix_digest
+from membrane.messages._history import HistoryRead, read_history
 from membrane.messages._images import (
     MAX_IMAGE_SIDE,
     ImageCost,
@@ -23,6 +24,7 @@ from membrane.messages._images import (
 from membrane.messages._pairing import (
     HistoryUnit,
     group_units,
+    leading_unit,
     tool_call_ids,
     validate_messages,
 )
@@ -36,6 +38,7 @@ from membrane.messages._parts import (
     ToolResult,
     normalize_messages,
 )
+from membrane.messages._responses import ITEMS_KEY, is_responses_item, opaque_text
 from membrane.messages._text import (
     IMAGE_PART_TEXT,
     MAX_NAME_CHARS,
@@ -61,11 +64,13 @@ from membrane.messages._tools import (
 
 __all__ = [
     "IMAGE_PART_TEXT",
+    "ITEMS_KEY",
     "MAX_IMAGE_SIDE",
     "MAX_NAME_CHARS",
     "PERSON_ROLES",
     "TIMESTAMP_KEY",
     "CheckedPrefix",
+    "HistoryRead",
     "HistoryUnit",
     "HistoryVersion",
     "Image",
@@ -87,13 +92,17 @@ __all__ = [
     "image_size",
     "image_tokens",
     "is_call_stub",
+    "is_responses_item",
+    "leading_unit",
     "message_key",
     "message_role",
     "message_text",
     "message_time",
     "normalize_messages",
     "normalize_tools",
+    "opaque_text",
     "prefix_digest",
+    "read_history",
     "speaker_label",
     "tool_call_ids",
     "tool_call_labels",

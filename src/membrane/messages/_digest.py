@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from membrane.errors import InvalidInputError
+from membrane.messages._history import HistoryRead, read_history
 from membrane.messages._pairing import tool_call_ids, validate_messages
 
 __all__ = ["CheckedPrefix", "HistoryVersion", "check_history", "prefix_digest"]
@@ -41,6 +42,9 @@ class CheckedPrefix:
     digest: bytes | None
     version: HistoryVersion | None
     call_ids: frozenset[str]
+    #: The history was plain chat, read as given: no Responses item, no compaction boundary
+    #: (only then is a prefix skipped, and its scan for those with it).
+    plain: bool = True
 
 
 def _feed(hasher: Any, messages: Sequence[object], start: int, stop: int) -> bool:
@@ -99,17 +103,21 @@ def check_history(
     version: HistoryVersion | None = None,
     *,
     field: str = "conversation_messages",
-) -> tuple[list[dict[str, Any]], CheckedPrefix | None]:
-    """Validate ``messages``; returns them as a list and what this validation proved.
+) -> tuple[list[dict[str, Any]], CheckedPrefix | None, HistoryRead]:
+    """Validate ``messages``; returns them as the stages read them, what this validation
+    proved, and how they were read (:func:`~membrane.messages.read_history`).
 
     ``previous`` is what the conversation's last validation proved; the messages it covers
-    are skipped only when the digest or ``version`` proves them unchanged (see the module).
+    are skipped only when the digest or ``version`` proves them unchanged (see the module). A
+    history holding Responses items or a compaction boundary is read into chat form and
+    validated whole every time.
     """
     if version is not None:
         _check_version(version)
     start, earlier, digest, digested = 0, frozenset[str](), None, False
     if (
         previous is not None
+        and previous.plain
         and isinstance(messages, Sequence)
         and not isinstance(messages, (str, bytes))
         and 0 < previous.length <= len(messages)
@@ -121,11 +129,16 @@ def check_history(
             digested = True
             start = previous.length if proof is not None and proof == previous.digest else 0
         earlier = previous.call_ids if start else earlier
+    read = read_history(messages, start)
+    if read.spans is not None:
+        converted = validate_messages(read.messages, field=field)
+        made = frozenset(tool_call_ids(converted))
+        return converted, CheckedPrefix(len(converted), None, None, made, plain=False), read
     history = validate_messages(messages, field=field, start=start, earlier_call_ids=earlier)
     if not history:
-        return history, None
+        return history, None, read
     if not digested and version is None:  # a caller with versions never needs the digest
         digest = prefix_digest(history, len(history))
     new_ids = tool_call_ids(history, start)
     ids: AbstractSet[str] = earlier | new_ids if new_ids else earlier
-    return history, CheckedPrefix(len(history), digest, version, frozenset(ids))
+    return history, CheckedPrefix(len(history), digest, version, frozenset(ids)), read

@@ -22,7 +22,7 @@ from membrane.errors import InvalidInputError, ToolPairingError
 from membrane.messages._checks import check_message_details
 from membrane.messages._time import message_time
 
-__all__ = ["HistoryUnit", "group_units", "tool_call_ids", "validate_messages"]
+__all__ = ["HistoryUnit", "group_units", "leading_unit", "tool_call_ids", "validate_messages"]
 
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -63,6 +63,17 @@ def _result_ids(message: Mapping[str, Any]) -> list[str]:
             if isinstance(b, Mapping) and b.get("type") == "tool_result"
         ]
     return []
+
+
+def leading_unit(messages: Sequence[Mapping[str, Any]]) -> int:
+    """How many messages the first unit holds: one, or a call message and its results."""
+    if not messages:
+        return 0
+    stop = 1
+    if _call_ids(messages[0]):
+        while stop < len(messages) and _result_ids(messages[stop]):
+            stop += 1
+    return stop
 
 
 def tool_call_ids(messages: Sequence[Mapping[str, Any]], start: int = 0) -> set[str]:

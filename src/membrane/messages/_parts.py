@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from membrane.errors import InvalidInputError
 from membrane.messages._pairing import group_units
+from membrane.messages._responses import ITEMS_KEY, unportable_item
 
 __all__ = [
     "Image",
@@ -108,7 +109,8 @@ def _parse_arguments(raw: object, where: str) -> dict[str, Any]:
 class _Reader:
     """Reads parts; remembers each call's name for the result that answers it."""
 
-    def __init__(self) -> None:
+    def __init__(self, responses_items: bool = False) -> None:
+        self.responses_items = responses_items
         self.names: dict[str, str] = {}
         self._kinds: dict[str, Callable[[Mapping[str, Any], str], list[Part]]] = {
             "text": self._text,
@@ -211,6 +213,14 @@ class _Reader:
         if not isinstance(msg, Mapping):
             raise InvalidInputError(f"{where} must be a dict", field=where)
         role, content = msg.get("role"), msg.get("content")
+        if ITEMS_KEY in msg and not self.responses_items:
+            kind = unportable_item(msg)
+            if kind is not None:
+                raise InvalidInputError(
+                    f"{where} holds a Responses {kind!r} item, which has no form outside the "
+                    "Responses API; send this history with openai_responses_request",
+                    field=where,
+                )
         if role == "tool":
             call_id = str(msg.get("tool_call_id") or "")
             result = ToolResult(
@@ -239,15 +249,20 @@ class _Reader:
         return NormalMessage(role, tuple(parts), i, string_content)
 
 
-def normalize_messages(messages: object, *, field: str = "messages") -> list[NormalMessage]:
+def normalize_messages(
+    messages: object, *, field: str = "messages", responses_items: bool = False
+) -> list[NormalMessage]:
     """Read a message list into typed parts and check its tool pairing.
 
     Raises :class:`InvalidInputError` for a malformed message or part and
     :class:`ToolPairingError` when the tool pairing rules are broken (see ``group_units``).
+    A message read from Responses items is read in its chat form; one holding an item with no
+    chat form (a hosted tool, a compaction) is refused unless ``responses_items`` says the
+    caller writes those items back itself. Reasoning items are left out of the chat form.
     """
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise InvalidInputError(f"{field} must be a list of message dicts", field=field)
-    reader = _Reader()
+    reader = _Reader(responses_items)
     out = [reader.message(i, msg, field) for i, msg in enumerate(messages)]
     group_units(messages, field=field)
     return out

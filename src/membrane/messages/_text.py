@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from membrane.messages._responses import opaque_text
 from membrane.prompt_text import call_label
 
 __all__ = [
@@ -56,6 +57,10 @@ def _block_text(block: Any) -> str:
         return f"{block.get('name', '')}({args})"
     if kind == "tool_result":
         return _content_text(block.get("content"))
+    if kind == "compaction":
+        # The summary, and the opaque metadata beside it counted as text (an overestimate).
+        parts = (block.get("content"), block.get("encrypted_content"))
+        return "\n".join(p for p in parts if isinstance(p, str))
     if "text" in block:
         return str(block["text"])
     return ""
@@ -72,7 +77,16 @@ def _content_text(content: Any) -> str:
 
 
 def message_text(message: Mapping[str, Any]) -> str:
-    """All the text a message carries: content, tool-call names and arguments, tool results."""
+    """All the text a message carries: content, tool-call names and arguments, tool results,
+    and the JSON of the opaque Responses items it carries (reasoning, hosted tools)."""
+    text = _visible_text(message)
+    opaque = opaque_text(message)
+    if opaque:
+        text = f"{text}\n{opaque}" if text else opaque
+    return text
+
+
+def _visible_text(message: Mapping[str, Any]) -> str:
     text = _content_text(message.get("content"))
     calls = message.get("tool_calls") or ()
     call_texts = []
@@ -103,7 +117,7 @@ def history_text(message: Mapping[str, Any]) -> str:
     """
     calls = message.get("tool_calls")
     if message.get("role") != "assistant" or not calls:
-        return message_text(message)
+        return _visible_text(message)  # opaque items are not words anyone said
     content = message.get("content")
     text = content if isinstance(content, str) else ""
     names = [str(c.get("function", {}).get("name", "")) for c in calls if isinstance(c, Mapping)]

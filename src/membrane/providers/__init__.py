@@ -13,6 +13,7 @@ from membrane.providers.bedrock import bedrock_converse_request
 from membrane.providers.gemini import gemini_request
 from membrane.providers.openai import build_system_messages, openai_request
 from membrane.providers.openai_responses import openai_responses_request
+from membrane.providers.usage import prompt_tokens_from_usage
 
 __all__ = [
     "CompiledPrompt",
@@ -23,4 +24,5 @@ __all__ = [
     "gemini_request",
     "openai_request",
     "openai_responses_request",
+    "prompt_tokens_from_usage",
 ]

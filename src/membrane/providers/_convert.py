@@ -210,7 +210,10 @@ def _with_cuts(msg: NormalMessage, points: Sequence[int]) -> Message:
 
 
 def read_messages(
-    messages: Sequence[Mapping[str, Any]], cut_points: Mapping[int, Sequence[int]] | None = None
+    messages: Sequence[Mapping[str, Any]],
+    cut_points: Mapping[int, Sequence[int]] | None = None,
+    *,
+    responses_items: bool = False,
 ) -> list[Message]:
     """Compiled messages as neutral parts (see ``normalize_messages``), string content cut.
 
@@ -221,20 +224,25 @@ def read_messages(
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise InvalidInputError("result.messages must be a list of message dicts")
     points = cut_points or {}
-    return [_with_cuts(m, points.get(m.index, ())) for m in normalize_messages(messages)]
+    normal = normalize_messages(messages, responses_items=responses_items)
+    return [_with_cuts(m, points.get(m.index, ())) for m in normal]
 
 
-def read_with_cuts(result: CompiledPrompt) -> tuple[list[Breakpoint], list[Message]]:
+def read_with_cuts(
+    result: CompiledPrompt, *, labels: bool = True, responses_items: bool = False
+) -> tuple[list[Breakpoint], list[Message]]:
     """The result's cache breakpoints, and its messages cut where a breakpoint ends inside one.
 
-    Speakers are labelled (see :func:`label_speakers`).
+    Speakers are labelled (see :func:`label_speakers`) unless ``labels`` is False;
+    ``responses_items`` is :func:`membrane.messages.normalize_messages`'.
     """
     breakpoints = read_breakpoints(result, len(result.messages))
     cuts: dict[int, list[int]] = {}
     for bp in breakpoints:
         if bp.chars is not None:
             cuts.setdefault(bp.message_index, []).append(bp.chars)
-    return breakpoints, label_speakers(read_messages(result.messages, cuts), result.messages)
+    messages = read_messages(result.messages, cuts, responses_items=responses_items)
+    return breakpoints, label_speakers(messages, result.messages) if labels else messages
 
 
 def _speaker(raw: Mapping[str, Any], index: int) -> str | None:

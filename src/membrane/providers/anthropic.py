@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from membrane.errors import InvalidInputError
 from membrane.messages import Image, Part, Text, ToolCall, ToolResult
 from membrane.providers._agent import anthropic_tools, output_cap, read_tools, tools_reach_cache
 from membrane.providers._convert import (
+    Breakpoint,
     CompiledPrompt,
     Location,
+    Message,
     cache_anchors,
     parse_data_url,
     read_with_cuts,
@@ -94,18 +97,42 @@ def _block(part: Part, where: str) -> dict[str, Any]:
 
 
 def _mark(
-    loc: Location | None,
+    result: CompiledPrompt,
+    breakpoints: list[Breakpoint],
+    limit: int,
+    marker: dict[str, str],
     system: list[dict[str, Any]],
-    out: list[dict[str, Any]],
-    marker: dict[str, Any],
+    turns: tuple[list[dict[str, Any]], dict[tuple[int, int], Location | None], list[Message]],
 ) -> None:
-    """Put ``marker`` on the block at ``loc`` (where a cached prefix ends), if it takes one."""
-    if loc is None:
-        return
-    section, m, b = loc
-    block = system[b] if section == "system" else out[m]["content"][b]
-    if block.get("type") not in _UNMARKABLE:
+    """Put ``marker`` on the last block of each of the result's cached prefixes (``limit``)."""
+    out, ends, messages = turns
+    model_id = ResultView.of(result).model_id
+    for anchor in cache_anchors(breakpoints, messages, result, model_id, limit):
+        loc = ends.get(anchor)
+        if loc is None:
+            continue
+        section, m, b = loc
+        block = system[b] if section == "system" else out[m]["content"][b]
+        if block.get("type") in _UNMARKABLE:
+            continue
         block["cache_control"] = copy.deepcopy(marker)
+
+
+def _check_options(
+    max_breakpoints: object, cache_control: object, context_management: object
+) -> None:
+    if not isinstance(max_breakpoints, int) or not 0 <= max_breakpoints <= MAX_CACHE_BREAKPOINTS:
+        raise InvalidInputError(
+            f"max_breakpoints must be between 0 and {MAX_CACHE_BREAKPOINTS}",
+            field="max_breakpoints",
+        )
+    if not isinstance(cache_control, bool):
+        raise InvalidInputError("cache_control must be True or False", field="cache_control")
+    if context_management is not None and not isinstance(context_management, Mapping):
+        raise InvalidInputError(
+            "context_management must be the dict Anthropic takes ({'edits': [...]})",
+            field="context_management",
+        )
 
 
 def anthropic_request(
@@ -115,25 +142,26 @@ def anthropic_request(
     max_breakpoints: int = MAX_CACHE_BREAKPOINTS,
     max_tokens: int | None = None,
     model: str | None = None,
+    cache_control: bool = False,
+    context_management: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``system`` and ``messages`` of an Anthropic Messages API request for a compile result.
 
     ``model`` is included when you pass it, or when the result's ``model_id`` names exactly
     one Claude API model in the capability map (``anthropic/claude-opus-5.5`` ->
-    ``claude-opus-5-5``, the name the seed's ``{"model": ..., **anthropic_request(result)}``
-    writes); a Claude id matched only by family adds none. A message's ``name`` becomes a
-    ``"<name>: "`` label in front of its text, because Anthropic has no speaker field.
+    ``claude-opus-5-5``); a Claude id matched only by family adds none. A message's ``name``
+    becomes a ``"<name>: "`` label in front of its text (Anthropic has no speaker field).
 
     OpenAI-shape history is converted: tool calls become ``tool_use`` blocks, tool messages
     ``tool_result`` blocks in a user turn, content parts text and image blocks; Anthropic blocks
-    pass through (their own ``cache_control`` is removed). ``cache_control`` goes on the last
-    block of each cached prefix listed in ``metadata["cache_breakpoints"]`` that reaches the
-    model's minimum cacheable size, at most ``max_breakpoints`` of them (lower it to keep room
-    for markers you place yourself). Needs end placement; ``ttl`` is ``"5m"`` or ``"1h"``.
-
-    The result's ``tools`` lead the request (Anthropic caches tools, then system, then
-    messages); when they alone reach the model's minimum, the last tool carries a marker too,
-    one of the ``max_breakpoints``.
+    pass through (their own ``cache_control`` is removed), a ``compaction`` block first.
+    ``cache_control`` goes on the last block of each cached prefix listed in
+    ``metadata["cache_breakpoints"]`` that reaches the model's minimum cacheable size, at most
+    ``max_breakpoints`` of them (lower it to keep room for markers you place yourself), the
+    last tool's among them when the tools alone reach that size. Needs end placement; ``ttl``
+    is ``"5m"`` or ``"1h"``. ``cache_control=True`` adds Anthropic's top-level marker, which
+    takes one of the places; ``context_management`` goes as given (send with
+    ``client.beta.messages.create``).
 
     ``max_tokens`` is yours to set: this argument, else the ``reserve_output_tokens`` you passed
     to compile. Membrane's default reserve is not sent. Anthropic requires ``max_tokens``, so
@@ -143,21 +171,16 @@ def anthropic_request(
     """
     marker = _cache_control(ttl)
     require_end_placement(result, "anthropic_request")
-    if not isinstance(max_breakpoints, int) or not 0 <= max_breakpoints <= MAX_CACHE_BREAKPOINTS:
-        raise InvalidInputError(
-            f"max_breakpoints must be between 0 and {MAX_CACHE_BREAKPOINTS}",
-            field="max_breakpoints",
-        )
+    _check_options(max_breakpoints, cache_control, context_management)
     breakpoints, messages = read_with_cuts(result)
     system, out, ends = render_turns(
         messages, provider="Anthropic", system_block=_block, block=_block
     )
-    model_id = ResultView.of(result).model_id
     specs = read_tools(result)
-    mark_tools = bool(specs) and max_breakpoints > 0 and tools_reach_cache(result, model_id)
-    limit = max_breakpoints - 1 if mark_tools else max_breakpoints
-    for anchor in cache_anchors(breakpoints, messages, result, model_id, limit):
-        _mark(ends.get(anchor), system, out, marker)
+    model_id = ResultView.of(result).model_id
+    room = max_breakpoints - 1 if cache_control else max_breakpoints
+    mark_tools = bool(specs) and room > 0 and tools_reach_cache(result, model_id)
+    _mark(result, breakpoints, room - mark_tools, marker, system, (out, ends, messages))
     request = request_model(result, model, "anthropic")
     if specs:
         request["tools"] = anthropic_tools(specs, marker if mark_tools else None)
@@ -167,4 +190,8 @@ def anthropic_request(
     cap = max_tokens if max_tokens is not None else output_cap(result)
     if cap is not None:
         request["max_tokens"] = cap
+    if cache_control:
+        request["cache_control"] = copy.deepcopy(marker)
+    if context_management is not None:
+        request["context_management"] = copy.deepcopy(dict(context_management))
     return request

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from membrane.capabilities import get_cache_pricing, get_token_scale
 from membrane.errors import InvalidInputError
+from membrane.messages import ITEMS_KEY, Text
 from membrane.providers._agent import openai_tools, output_cap, read_tools
-from membrane.providers._convert import CompiledPrompt, read_messages, request_model
+from membrane.providers._convert import CompiledPrompt, Message, read_with_cuts, request_model
+from membrane.providers._openai_cache import explicit_marks, marked
 from membrane.tokenizers import TiktokenAdapter
 
 if TYPE_CHECKING:
@@ -22,6 +25,7 @@ def openai_request(
     *,
     model: str | None = None,
     prompt_cache_key: str | None = None,
+    cache_breakpoints: bool | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """A Chat Completions request body: ``model``, the compiled ``messages`` and your extras.
@@ -29,16 +33,15 @@ def openai_request(
     ``model`` is included when you pass it, or when the result's ``model_id`` names exactly
     one OpenAI model in the capability map (``openai/gpt-4.1`` -> ``gpt-4.1``); otherwise
     leave it to the call: ``create(model=..., **openai_request(result))``.
-    Messages go out as compiled (copied, so editing the request leaves the result alone),
-    ``name`` included (Chat Completions takes a speaker's name as it is), with the result's
-    ``tools`` as function tools (unless ``tools`` is among your extras). An output cap goes out
-    only when you asked for one: ``compile(reserve_output_tokens=...)`` becomes
-    ``max_completion_tokens`` unless ``max_tokens`` or ``max_completion_tokens`` is among your
-    extras; Membrane's default reserve is not sent, because a reasoning model's thinking counts
-    against the cap and a long think would end the answer early.
-    OpenAI caches shared prefixes by itself; ``prompt_cache_key`` (e.g. a conversation id)
-    helps it route requests that share a prefix to the same cache. Raises
-    :class:`ToolPairingError` when a tool result has no call before it or a call no result.
+    Messages go out as compiled (copied), ``name`` included, with the result's ``tools`` as
+    function tools (unless ``tools`` is among your extras). ``compile(reserve_output_tokens=N)``
+    becomes ``max_completion_tokens`` unless you pass ``max_tokens`` or ``max_completion_tokens``
+    (Membrane's default reserve is not sent: a reasoning model's thinking counts against it).
+    ``prompt_cache_key`` (e.g. a conversation id) routes requests that share a prefix to one
+    cache. For models that take explicit breakpoints (GPT-5.6 on; ``cache_breakpoints`` decides
+    when given), the text part ending each of Membrane's cached prefixes gets
+    ``prompt_cache_breakpoint``: at most 3, or 4 with ``prompt_cache_options={"mode":
+    "explicit"}``. Raises :class:`ToolPairingError` for a result without its call.
 
     >>> from types import SimpleNamespace
     >>> r = SimpleNamespace(messages=[{"role": "user", "content": "Hi"}], metadata={})
@@ -52,9 +55,20 @@ def openai_request(
         raise InvalidInputError(
             "messages come from the compile result; do not pass them again", field="messages"
         )
-    read_messages(result.messages)
+    breakpoints, read = read_with_cuts(result, labels=False)
+    marks = explicit_marks(
+        result,
+        breakpoints,
+        read,
+        model=model,
+        on=cache_breakpoints,
+        options=extra.get("prompt_cache_options"),
+        markable=lambda m: _markable(m, result.messages[m.index]),
+    )
     request = request_model(result, model, "openai")
-    request["messages"] = copy.deepcopy(list(result.messages))
+    request["messages"] = [
+        _chat_message(result.messages[m.index], m, marks.get(m.index)) for m in read
+    ]
     specs = read_tools(result)
     if specs and "tools" not in extra:
         request["tools"] = openai_tools(specs)
@@ -65,6 +79,23 @@ def openai_request(
         request["prompt_cache_key"] = prompt_cache_key
     request.update(extra)
     return request
+
+
+def _markable(msg: Message, raw: Mapping[str, Any]) -> bool:
+    """String content (any role) that says something, beside no tool calls."""
+    return isinstance(raw.get("content"), str) and bool(msg.parts) and not raw.get("tool_calls")
+
+
+def _chat_message(raw: Mapping[str, Any], msg: Message, marks: set[int] | None) -> dict[str, Any]:
+    """The compiled message as sent: a copy, minus the Responses items it was read from (its
+    chat form goes; reasoning is left out), its string content in marked parts when a cached
+    prefix ends in it."""
+    out = copy.deepcopy({k: v for k, v in raw.items() if k != ITEMS_KEY})
+    if marks:
+        texts = [p.text for p in msg.parts if isinstance(p, Text)]
+        parts = [{"type": "text", "text": t} for t in texts]
+        out["content"] = [marked(p, i in marks) for i, p in enumerate(parts)]
+    return out
 
 
 def build_system_messages(

@@ -138,6 +138,8 @@ class WindowReport:
     core_chars: int | None = None
     #: History messages whose token count the caller supplied.
     counts_supplied: int = 0
+    #: The caller's index of the message or item holding the last compaction boundary.
+    compaction_boundary: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

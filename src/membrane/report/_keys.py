@@ -229,6 +229,12 @@ _KEYS: tuple[_Key, ...] = (
         int,
         when=_nonzero("window.counts_supplied"),
     ),
+    _key(
+        "compaction_boundary",
+        "window.compaction_boundary",
+        int,
+        when=_present("window.compaction_boundary"),
+    ),
     _key("core_chars", "window.core_chars", _optional_int, when=_present("window.core_chars")),
     _key("token_scale", "token_scale", float),
     _key("token_scale_samples", "token_scale_samples", int),

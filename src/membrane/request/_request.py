@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from membrane.capabilities import ModelCapabilities
-from membrane.messages import CheckedPrefix, HistoryVersion, Message, check_history
+from membrane.messages import (
+    CheckedPrefix,
+    HistoryVersion,
+    Message,
+    check_history,
+    leading_unit,
+)
 from membrane.request._checks import check_compressor, check_message_counts, check_turn_texts
 from membrane.request._offer import normalise_offer
 from membrane.request._settings import CompilerSettings
@@ -133,7 +139,7 @@ def normalise(
     conversation = options.conversation_id
     if conversation is None:
         conversation = DEFAULT_CONVERSATION
-    messages, proof = check_history(history.messages, proofs(conversation), history.version)
+    messages, proof, read = check_history(history.messages, proofs(conversation), history.version)
     profile = options.profile
     label = profile.classify(turn.user_message, messages) if profile is not None else None
     # One capability lookup per compile: the context cap here, caching in the metadata.
@@ -151,10 +157,12 @@ def normalise(
         history=HistoryRequest(
             messages=messages,
             conversation=conversation,
-            counts=check_message_counts(history.counts, len(messages)),
+            counts=read.fold_counts(check_message_counts(history.counts, _given(history))),
             proof=proof,
             new_session=history.new_session,
             writers=writers,
+            pinned=leading_unit(messages) if read.boundary is not None else 0,
+            boundary=read.boundary,
         ),
         text=_text(turn, settings, messages),
         offer=offer,
@@ -164,6 +172,12 @@ def normalise(
         label=label,
         report_policies=profile is not None and bool(profile.policies or profile.must_include),
     )
+
+
+def _given(history: HistoryArgs) -> int:
+    """How many messages (or Responses items) the caller gave."""
+    given = history.messages
+    return len(given) if given is not None else 0
 
 
 def _budget(

@@ -50,6 +50,10 @@ class HistoryRequest:
     new_session: bool = False
     #: Who writes each role, from the caller's ``speakers`` map.
     writers: Writers = NO_WRITERS
+    #: The leading messages no cut may drop: the unit that holds the last compaction boundary.
+    pinned: int = 0
+    #: The caller's index of the message or item holding that boundary (None: there is none).
+    boundary: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

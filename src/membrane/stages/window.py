@@ -73,6 +73,8 @@ class HistoryWindow:
     turn_local_drop: int = 0
     # How the tracker came to be: "in_process", "resumed" or "replayed:<why>" (see _restore).
     resume: str | None = None
+    #: The caller's index of the last compaction boundary (see HistoryRequest.boundary).
+    boundary: int | None = None
 
     def report(self, core_chars: int | None, counts_supplied: int) -> WindowReport:
         """This stage's part of the compile's report."""
@@ -89,6 +91,7 @@ class HistoryWindow:
             resume=self.resume,
             core_chars=core_chars,
             counts_supplied=counts_supplied,
+            compaction_boundary=self.boundary,
         )
 
 
@@ -121,9 +124,9 @@ class WindowPlanner:
             str, tuple[HistoryTracker, tuple[str, str, int, int], str, int]
         ] = LRUCache(MAX_CONVERSATIONS, max_bytes=max_bytes, size=lambda v: 200 + len(v[2]))
 
-    def plan(
-        self, given: WindowInput, state: StateView, settings: WindowSettings
-    ) -> HistoryWindow:
+    def plan(self, given: WindowInput, state: StateView, settings: WindowSettings) -> HistoryWindow:
+        if given.history.pinned:
+            return self._plan_pinned(given, state, settings)
         count = given.budget.counter.count
         overhead = settings.message_overhead_tokens
         history = given.history.messages
@@ -150,6 +153,37 @@ class WindowPlanner:
         _save_state(given, tracker, state, room, line_room)
         window = _cut_for_turn(given, tracker, system_text, index_lines, index_tokens, overhead)
         return replace(window, resume=resume if why is None else f"{resume}:{why}")
+
+    def _plan_pinned(
+        self, given: WindowInput, state: StateView, settings: WindowSettings
+    ) -> HistoryWindow:
+        """The pinned unit (a compaction boundary) first and never cut; the rest is planned in
+        what it leaves of the budget, as a history of its own."""
+        history, count = given.history, given.budget.counter.count
+        pinned, counts = history.pinned, history.counts
+        head = history.messages[:pinned]
+        supplied = counts[:pinned] if counts is not None else [None] * pinned
+        tokens = sum(
+            (count(message_text(m)) if n is None else n)
+            + given.image_tokens(m)
+            + settings.message_overhead_tokens
+            for m, n in zip(head, supplied, strict=True)
+        )
+        rest = replace(
+            history,
+            messages=history.messages[pinned:],
+            counts=counts[pinned:] if counts is not None else None,
+            pinned=0,
+            proof=None,  # it proves the caller's list, not this part of it
+        )
+        budget = replace(given.budget, counted=max(given.budget.counted - tokens, 0))
+        window = self.plan(replace(given, history=rest, budget=budget), state, settings)
+        return replace(
+            window,
+            kept=[*head, *window.kept],
+            kept_tokens=window.kept_tokens + tokens,
+            boundary=history.boundary,
+        )
 
     def _tracker(
         self,

@@ -16,6 +16,7 @@ from tests.providers.sdk.stub import Route
 
 __all__ = [
     "USAGE",
+    "anthropic_beta_route",
     "anthropic_route",
     "count_tokens_route",
     "gemini_route",
@@ -120,6 +121,16 @@ def anthropic_route(answer: Answer | None = None) -> Route:
             },
         }
 
+    return Route("/v1/messages", validator.validate_python, reply)
+
+
+def anthropic_beta_route() -> Route:
+    """``client.beta.messages.create``: checked against the beta request type, where compaction
+    blocks, ``context_management`` and top-level ``cache_control`` live."""
+    from anthropic.types.beta.message_create_params import MessageCreateParamsNonStreaming
+
+    validator = strict_validator(MessageCreateParamsNonStreaming)
+    reply = anthropic_route().reply
     return Route("/v1/messages", validator.validate_python, reply)
 
 
