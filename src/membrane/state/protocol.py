@@ -19,7 +19,7 @@ __all__ = [
 #: :data:`VERSION_FIELD`. Bump it whenever a value's fields change meaning: a worker reads a
 #: value of another version as absent, and a store never lets an older version overwrite a
 #: newer one, so workers of two deploys can share a store during a rolling deploy.
-STATE_FORMAT_VERSION = 2
+STATE_FORMAT_VERSION = 3
 
 #: The field of a stored value that holds its format version (a non-negative int).
 VERSION_FIELD = "version"
