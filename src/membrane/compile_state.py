@@ -23,6 +23,7 @@ from membrane.capabilities import get_token_scale
 from membrane.errors import StoreUnavailable
 from membrane.report import CompileReport, StoreReport
 from membrane.state import InMemoryStateStore, StateStore, StateStoreWarning
+from membrane.state.conversation import CONVERSATION_FIELDS, check_conversation_state
 from membrane.state.keys import check_namespace, conversation_key, scale_key
 from membrane.state.protocol import STATE_FORMAT_VERSION, VERSION_FIELD
 from membrane.tokenizers import ScaleCalibration
@@ -226,36 +227,6 @@ def _discard(notes: StoreNotes, what: str, key: str, reason: str) -> None:
     )
 
 
-def _nonnegative_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53
-
-
-def check_conversation_state(value: object) -> str | None:
-    """Why ``value`` is not a conversation's state, or None.
-
-    The state is a JSON object with a format ``version``; the window's ``share``, ``events``
-    and ``room`` (non-negative ints), its ``tracker`` (the saved history tracker, a JSON object
-    checked where a worker restores it, ``stages.history._snapshot``) and ``tools``, the
-    fingerprint of the last tool definitions (a string), are each optional. Only a value of
-    this Membrane's version is checked further: another version's fields are not ours to judge.
-    """
-    if not isinstance(value, dict):
-        return f"expected a JSON object, got {type(value).__name__}"
-    version = value.get(VERSION_FIELD)
-    if not _nonnegative_int(version):
-        return f"{VERSION_FIELD} must be a non-negative int, got {str(version)[:40]}"
-    if version != STATE_FORMAT_VERSION:
-        return None
-    for name in ("share", "events", "room"):
-        if name in value and not _nonnegative_int(value[name]):
-            return f"{name} must be a non-negative int, got {str(value[name])[:40]}"
-    if "tracker" in value and not isinstance(value["tracker"], dict):
-        return "tracker must be a JSON object"
-    if "tools" in value and not isinstance(value["tools"], str):
-        return f"tools must be a fingerprint string, got {str(value['tools'])[:40]}"
-    return None
-
-
 def _check_calibration(value: object) -> str | None:
     try:
         ScaleCalibration.from_dict(value)
@@ -271,8 +242,12 @@ class StateView:
     The conversation's state is one value under one key. It is read at most once, the first
     time a stage asks for it (most turns of a short conversation never do, and a remote
     store's round trip is the costly part); a value that fails its checks, or whose format
-    version is not this Membrane's (another deploy wrote it), is treated as absent. Stages
-    queue the fields they change; :meth:`save` writes the merged value once. Once the node
+    version is not this Membrane's (another deploy wrote it), is treated as absent and flagged;
+    the next write puts this version's value over it (after a rollback, a newer deploy's value
+    would otherwise stay unreadable and unreplaced for good). Fields this version does not
+    write are dropped as the value is read, and the value is written again without them even
+    when no stage changed anything, so a field planted in the store is never carried along.
+    Stages queue the fields they change; :meth:`save` writes the merged value once. Once the node
     serving the conversation's key failed a call (and the store offers a fallback) its reads
     and writes go to the fallback only, so nothing computed from the in-process copy overwrites
     what the store holds when it comes back. A failure on another node (the model's scale on
@@ -285,6 +260,7 @@ class StateView:
     namespace: str | None = None
     _state: dict[str, Any] | None = None
     _changes: dict[str, Any] = field(default_factory=dict)
+    _unknown_fields: bool = False
 
     @property
     def key(self) -> str:
@@ -297,14 +273,32 @@ class StateView:
             stored = read_state(
                 self.store, self.key, "conversation", check_conversation_state, self.notes
             )
-            known = stored is not None and stored[VERSION_FIELD] == STATE_FORMAT_VERSION
-            self._state = stored if known and stored is not None else {}  # another deploy's
+            self._state = self._ours(stored)
         return self._state
+
+    def _ours(self, stored: dict[str, Any] | None) -> dict[str, Any]:
+        """``stored`` with only this version's fields; {} for none or another version's value."""
+        if stored is None:
+            return {}
+        version = stored[VERSION_FIELD]
+        if version != STATE_FORMAT_VERSION:
+            _discard(
+                self.notes,
+                "conversation",
+                self.key,
+                f"its format version {version} is not this Membrane's ({STATE_FORMAT_VERSION}); "
+                "it is replaced on the next write",
+            )
+            return {}
+        known = {k: v for k, v in stored.items() if k in CONVERSATION_FIELDS}
+        self._unknown_fields = len(known) != len(stored)
+        return known
 
     def reject_conversation_state(self, reason: str) -> dict[str, Any]:
         """Discard the conversation's stored state (a stage found it impossible); returns {}."""
         _discard(self.notes, "conversation", self.key, reason)
         self._state = {}
+        self._unknown_fields = False
         return self._state
 
     def write_conversation_state(self, fields: dict[str, Any]) -> None:
@@ -315,13 +309,14 @@ class StateView:
         """Write the conversation's state once, if the stages changed it (to the fallback only,
         during an outage). Returns how many writes that was (0 or 1).
         """
-        if not self._changes:
+        if not self._changes and not self._unknown_fields:
             return 0
         before = self.conversation_state
         value = {**before, **self._changes, VERSION_FIELD: STATE_FORMAT_VERSION}
         self._changes = {}
-        if value == before:
+        if value == before and not self._unknown_fields:
             return 0
+        self._unknown_fields = False
         write_state(self.store, self.key, value, self.notes)
         self._state = value
         return 1

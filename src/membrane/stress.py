@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +29,7 @@ from membrane import config
 from membrane.report import CompileReport
 from membrane.state.async_redis import check_async_client, redis_get, redis_set
 from membrane.state.keys import check_id, check_namespace, scoped_conversation, stress_key
+from membrane.state.protocol import StateStoreWarning
 
 __all__ = ["recent_stress", "record_recent_stress", "sample_load", "stress_record"]
 
@@ -117,8 +119,15 @@ async def recent_stress(
     """The user's conversation's last stress record, or None when none is recent."""
     check_async_client(client, field="client")
     key = _key(conversation_id, user_id, state_namespace)
-    raw = await redis_get(client, key, "reading the recent-stress record")
-    if raw is None:
+    try:
+        raw = await redis_get(client, key, "reading the recent-stress record")
+        value = None if raw is None else json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep
+        warnings.warn(
+            f"discarded the recent-stress record stored under {key!r}: it cannot be decoded "
+            f"({type(exc).__name__})",
+            StateStoreWarning,
+            stacklevel=2,
+        )
         return None
-    value = json.loads(raw)
     return value if isinstance(value, dict) else None

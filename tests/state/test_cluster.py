@@ -125,12 +125,12 @@ def test_round_trips_per_compile_on_the_cluster(cluster: Any) -> None:
         assert seen["GET", key] == 1 and seen["EVAL", key] <= 1  # tools: read every turn
 
 
-def test_compare_and_set_on_the_cluster(cluster: Any) -> None:
+def test_a_put_on_the_cluster_replaces_any_version(cluster: Any) -> None:
     store = _store(cluster)
     key = conversation_key("tenant{7}")
     store.put(key, {"version": STATE_FORMAT_VERSION + 1, "room": 1})
     store.put(key, {"version": STATE_FORMAT_VERSION, "room": 2})
-    assert store.get(key) == {"version": STATE_FORMAT_VERSION + 1, "room": 1}
+    assert store.get(key) == {"version": STATE_FORMAT_VERSION, "room": 2}
 
 
 async def test_the_async_ref_map_path_takes_an_async_cluster_client(cluster_url: str) -> None:

@@ -8,7 +8,6 @@ messages, with the in-process store and with a real redis-server.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -180,7 +179,7 @@ def test_a_bad_snapshot_is_discarded_with_a_warning(damage: Callable[[dict], Non
     assert result.messages == clean.messages
 
 
-def test_a_newer_version_is_read_as_absent_without_a_warning() -> None:
+def test_a_newer_version_is_read_as_absent_and_flagged() -> None:
     history = _long_history(60)
     store = InMemoryStateStore()
     compile_args = dict(conversation_messages=history, conversation_id="c")
@@ -189,10 +188,10 @@ def test_a_newer_version_is_read_as_absent_without_a_warning() -> None:
     saved = store.get(KEY)
     assert saved is not None
     store.put(KEY, {**saved, "version": STATE_FORMAT_VERSION + 1, "room": 1})
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", StateStoreWarning)
+    with pytest.warns(StateStoreWarning, match="format version"):
         result = _compiler(store, 600).compile([], "Now?", **compile_args)
     assert result.metadata["history_resume"] == "replayed:no_state"
+    assert result.metadata["state_discarded"] == ["conversation"]
     assert result.messages == clean.messages
 
 

@@ -21,7 +21,7 @@ from membrane.records import (
 from membrane.request._checks import check_extras
 from membrane.stages.fit import FitRules, ItemCap
 from membrane.stages.layout import render_memories
-from membrane.stages.preflight import SyncCompressor, check_compressed
+from membrane.stages.preflight import SyncCompressor, check_compressed, summary_text
 from membrane.stages.values import Offer
 
 if TYPE_CHECKING:
@@ -89,7 +89,10 @@ def compress_offer(
         return offer
     target = config.preflight_target_tokens()
     summary = check_compressed(compressor(raw, target, question))
-    return Offer([], [(summary, 2)], offer.memories_truncated, citable=offer.citable)
+    offered = {segment.number for segment in offer.citable}
+    return Offer(
+        [], [(summary_text(summary, offered), 2)], offer.memories_truncated, citable=offer.citable
+    )
 
 
 def oversized_middle(

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+import re
+import warnings
+from collections.abc import Awaitable, Callable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from membrane import config
 from membrane.errors import InvalidInputError, StoreUnavailable
 from membrane.messages import check_text
-from membrane.prompt_text import mem_numbers
+from membrane.prompt_text import MEM_TAG_PREFIX, mem_numbers, mem_tag, one_line
 from membrane.state.async_redis import check_async_client, redis_get, redis_set
 from membrane.state.keys import check_id, preflight_key
+from membrane.state.protocol import StateStoreWarning
 
 __all__ = [
     "AsyncCompressor",
@@ -30,6 +33,7 @@ __all__ = [
     "check_compressed",
     "mem_numbers",
     "summarise_middle",
+    "summary_text",
 ]
 
 SyncCompressor = Callable[[str, int, str], str]
@@ -76,9 +80,27 @@ def check_compressed(value: object) -> str:
     return value
 
 
-#: What the pre-flight cache did for one compile: served the summary, stored a new one, or could
-#: not be reached (the compressor ran and its summary was not stored).
-CacheOutcome = Literal["hit", "miss", "unavailable"]
+def summary_text(summary: str, offered: Set[int]) -> str:
+    """A compressor's summary as it stands in the middle: untrusted text, like a memory's.
+
+    It is put on one line and neutralised (no section header, interrupt tag or memory line can
+    open in it); of its ``[Mem:N]`` tags only those of memories on offer (``offered``) stay
+    citations, the rest read ``(Mem:N)``. A summary opening with a tag is marked as a summary,
+    so it never reads as a memory line.
+    """
+    text = _CITED.sub(
+        lambda m: mem_tag(int(m[1])) if int(m[1]) in offered else m[0], one_line(summary)
+    )
+    return f"Summary: {text}" if text.startswith(MEM_TAG_PREFIX) else text
+
+
+_CITED = re.compile(r"\(Mem:(\d{1,9})\)")
+
+#: What the pre-flight cache did for one compile: served the summary, stored a new one, could
+#: not be reached (the compressor ran and its summary was not stored), or held a value that is
+#: no summary (not UTF-8, not text a compressor may return): discarded, and the compressor's
+#: new summary stored over it.
+CacheOutcome = Literal["hit", "miss", "unavailable", "discarded"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,22 +159,43 @@ async def summarise_middle(
             cached = await redis_get(cache.client, key, "reading the pre-flight cache")
         except StoreUnavailable:
             outcome = "unavailable"
+        except ValueError as exc:  # not UTF-8
+            outcome = _discarded(f"it is not UTF-8 ({exc})")
         else:
-            if cached is not None:
+            outcome = "miss" if cached is None else _usable(cached)
+            if cached is not None and outcome == "hit":
                 return cached, "hit"
-            outcome = "miss"
     if isinstance(analyst, PreFlightAnalyst):
         summary = await analyst.compress_retrieved_memory(raw_middle, target_tokens, question)
     else:
         summary = await analyst(raw_middle, target_tokens, question)
     summary = check_compressed(summary)
-    if cache is not None and outcome == "miss":
+    if cache is not None and outcome in ("miss", "discarded"):
         ttl = config.preflight_cache_ttl_seconds()
         try:
             await redis_set(cache.client, key, summary, ttl, "writing the pre-flight cache")
         except StoreUnavailable:
             outcome = "unavailable"
     return summary, outcome
+
+
+def _usable(cached: str) -> CacheOutcome:
+    """``"hit"`` for a cached summary a compressor could have returned, else ``"discarded"``
+    (with a StateStoreWarning)."""
+    try:
+        check_compressed(cached)
+    except InvalidInputError as exc:
+        return _discarded(str(exc))
+    return "hit"
+
+
+def _discarded(reason: str) -> CacheOutcome:
+    warnings.warn(
+        f"discarded the cached pre-flight summary: {reason}; the compressor ran again",
+        StateStoreWarning,
+        stacklevel=4,
+    )
+    return "discarded"
 
 
 def _is_async(fn: object) -> bool:

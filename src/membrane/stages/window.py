@@ -44,6 +44,11 @@ SHORT_HISTORY_MESSAGES = 16
 _FIELD = "conversation_messages"
 # A dropped passage in memory: its text, its sentences again, its postings (about forty words).
 _PASSAGE_BYTES = 3_000
+# What restore_tracker found wrong with a snapshot that matches the messages' units.
+_WRONG = {
+    "counts": "token counts are not those of the caller's messages",
+    "lines": "index lines are not lines of the caller's dropped messages",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +278,8 @@ def _restore(
 
     The reasons: ``"short"`` (at most :data:`SHORT_HISTORY_MESSAGES` messages: replaying them
     costs less than a store read), ``"no_state"`` (nothing saved, or of another version),
-    ``"invalid"`` (it failed its checks: discarded with a StateStoreWarning), ``"settings"``
+    ``"invalid"`` (it failed its checks, or its counts or index lines are not what the
+    caller's messages give: discarded with a StateStoreWarning), ``"settings"``
     (saved for another share, counter or option), ``"prefix"`` and ``"units"`` (see
     :func:`restore_tracker`).
     """
@@ -294,8 +300,20 @@ def _restore(
     if snapshot.settings != wanted or snapshot.counter != counter.name:
         return fresh, "settings"
     version = given.history.proof.version if given.history.proof is not None else None
-    restored = restore_tracker(snapshot, given.history.messages, counter.count, version, _FIELD)
+    history = given.history
+    restored = restore_tracker(
+        snapshot,
+        history.messages,
+        counter.count,
+        version,
+        _FIELD,
+        given.image_tokens,
+        history.counts,
+    )
     if isinstance(restored, str):
+        if restored in _WRONG:
+            state.reject_conversation_state(f"its history snapshot's {_WRONG[restored]}")
+            return fresh, "invalid"
         return fresh, restored
     return restored, None
 

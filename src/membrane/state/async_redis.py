@@ -80,7 +80,8 @@ def _redis_error() -> type[BaseException]:
 
 
 async def redis_get(client: Any, key: str, what: str) -> str | None:
-    """The text stored under ``key`` (None when absent)."""
+    """The text stored under ``key`` (None when absent); ``UnicodeDecodeError`` (a
+    ``ValueError``) when it is not UTF-8, for the caller to discard."""
     raw = await _bounded(client.get(key), what)
     if isinstance(raw, bytes):
         return raw.decode("utf-8")

@@ -29,8 +29,8 @@ class InMemoryStateStore:
     ``ttl_seconds`` makes an entry expire that long after it was last written, like the Redis
     store's ``ttl_seconds``; None keeps entries until the bound pushes them out.
 
-    A ``put`` leaves a live entry alone when the entry's format version is greater than the new
-    value's (checked and written under one lock), as the Redis store's compare-and-set does.
+    A ``put`` replaces what the key holds, whatever its format version, as the Redis store's
+    does.
     """
 
     def __init__(
@@ -77,9 +77,6 @@ class InMemoryStateStore:
         now = self._clock()
         expires = None if self.ttl_seconds is None else now + self.ttl_seconds
         with self._lock:
-            held = self._data.get(key)
-            if held is not None and held[2] > version and (held[1] is None or now < held[1]):
-                return
             self._data[key] = (raw, expires, version)
             self._data.move_to_end(key)
             while len(self._data) > self.max_entries:

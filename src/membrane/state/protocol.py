@@ -17,9 +17,10 @@ __all__ = [
 
 #: The format of the conversation values this Membrane writes, stored in each value under
 #: :data:`VERSION_FIELD`. Bump it whenever a value's fields change meaning: a worker reads a
-#: value of another version as absent, and a store never lets an older version overwrite a
-#: newer one, so workers of two deploys can share a store during a rolling deploy.
-STATE_FORMAT_VERSION = 2
+#: value of another version as absent (flagged) and writes its own over it, so after a
+#: rollback the older deploy takes the store back instead of replaying every history for good.
+#: 3: a history snapshot's index lines are sentence picks, never text.
+STATE_FORMAT_VERSION = 3
 
 #: The field of a stored value that holds its format version (a non-negative int).
 VERSION_FIELD = "version"
@@ -61,10 +62,10 @@ class StateStore(Protocol):
     """A key-value store of small JSON-serialisable dicts.
 
     Implementations must return what was last ``put`` under a key (or None), and translate
-    their own failures into :class:`membrane.errors.StoreUnavailable`. A ``put`` must leave a
-    stored value alone when its :func:`state_version` is greater than the new value's (compare
-    and set, atomically per key), so a worker of an older deploy never overwrites what a newer
-    one wrote.
+    their own failures into :class:`membrane.errors.StoreUnavailable`. A ``put`` replaces what
+    is stored, whatever its format version: a worker that cannot read a value (another deploy's
+    format, newer or older) writes its own over it rather than leave it to be replayed around
+    for good.
     """
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -72,5 +73,5 @@ class StateStore(Protocol):
         ...
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        """Store ``value`` under ``key``, unless what is there has a greater version."""
+        """Store ``value`` under ``key``, replacing what is there."""
         ...

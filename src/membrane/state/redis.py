@@ -31,7 +31,6 @@ from membrane.state._calls import (
 from membrane.state.client import bounded_client, check_client, check_deadline, redis_errors
 from membrane.state.memory import InMemoryStateStore
 from membrane.state.protocol import (
-    VERSION_FIELD,
     StateStoreWarning,
     decode_state,
     encode_state,
@@ -51,20 +50,10 @@ __all__ = [
 _DEFAULT_PREFIX = "membrane:state:"
 _RECORDED_CALLS = 64
 
-# Compare-and-set in one call on one key (so it runs on a cluster too): the value in ARGV[1],
-# of format version ARGV[2], is written unless the stored value's version is greater. ARGV[3]
-# is the TTL in seconds ("0": none). Returns 1 when written, 0 when the stored value was kept.
-# A key holding another Redis type (a list, say) is no value of ours: GET's error is caught
-# and the SET replaces it.
-_PUT_SCRIPT = f"""
-local stored = redis.pcall('GET', KEYS[1])
-if type(stored) == 'string' then
-  local ok, value = pcall(cjson.decode, stored)
-  if ok and type(value) == 'table' then
-    local version = value['{VERSION_FIELD}']
-    if type(version) == 'number' and version > tonumber(ARGV[2]) then return 0 end
-  end
-end
+# One write on one key (so it runs on a cluster too): the value in ARGV[1] replaces whatever
+# the key holds, whatever its format version (ARGV[2], kept for stores' sake) and whatever its
+# Redis type. ARGV[3] is the TTL in seconds ("0": none). Returns 1.
+_PUT_SCRIPT = """
 if ARGV[3] == '0' then
   redis.call('SET', KEYS[1], ARGV[1])
 else
@@ -138,8 +127,9 @@ class RedisStateStore:
     ``deadline_seconds`` and that does not retry, or a URL (default ``MEMBRANE_REDIS_URL`` /
     ``REDIS_URL``) to have a ``redis.Redis`` built. ``ttl_seconds`` lets idle conversations
     expire; None keeps them. ``prefix`` may not hold braces (they would move a key's Redis
-    Cluster hash tag). A read is one ``GET``; a write is one ``EVAL`` of a compare-and-set
-    script on the one key, which keeps a stored value of a greater format version.
+    Cluster hash tag). A read is one ``GET``; a write is one ``EVAL`` on the one key, which
+    replaces what it holds (a value of another format version too: see
+    :class:`~membrane.state.StateStore`).
 
     Each call ends within ``deadline_seconds`` of being asked for, however the link behaves:
     it runs on one of at most ``call_threads`` threads and is abandoned at the deadline (see

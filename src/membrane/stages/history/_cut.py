@@ -264,19 +264,21 @@ class HistoryTracker:
 
     def _evict(self, unit: int, messages: Sequence[Mapping[str, Any]]) -> None:
         """Hand each message of a dropped unit to recall and, unless it only calls, the index."""
-        for message, label, text in self.add_passages(unit, messages):
-            if is_call_stub(message):
+        for at, label, text in self.add_passages(unit, messages):
+            if is_call_stub(messages[at]):
                 continue
-            line = index_line(unit, label, text, self.stats, self.count, self.keyframe_tokens)
+            frame = self.keyframe_tokens
+            line = index_line(unit, label, text, self.stats, self.count, frame, at)
             if line is not None:
                 self.lines.append(line)
 
     def add_passages(
         self, unit: int, messages: Sequence[Mapping[str, Any]], *, post: bool = True
-    ) -> list[tuple[Mapping[str, Any], str, str]]:
-        """Cut a dropped unit's messages into recall passages; returns each message with text,
-        its speaker label and its text (a restored tracker re-derives passages with this, and
-        ``post=False`` leaves their postings to be filled in per word, see ``_snapshot``)."""
+    ) -> list[tuple[int, str, str]]:
+        """Cut a dropped unit's messages into recall passages; returns each message with text
+        (its index in ``messages``), its speaker label and its text (a restored tracker
+        re-derives passages with this, and ``post=False`` leaves their postings to be filled
+        in per word, see ``_snapshot``)."""
         start, stop = self.bounds[unit]
         span = messages[start:stop]
         calls = tool_call_labels(span)
@@ -292,7 +294,7 @@ class HistoryTracker:
                 if post:
                     add_postings(self.postings, len(self.passages), passage)
                 self.passages.append(passage)
-            spoken.append((message, label, text))
+            spoken.append((start + offset, label, text))
         return spoken
 
     def forget_lines(self, room: int) -> None:

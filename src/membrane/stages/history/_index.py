@@ -15,7 +15,7 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, pairwise
 from operator import truediv
 
 from membrane.prompt_text import index_block, index_entry
@@ -27,6 +27,7 @@ __all__ = [
     "KEYFRAME_SPAN_TOKENS",
     "RARE_DOCUMENT_FREQUENCY",
     "IndexLine",
+    "derive_line_text",
     "index_digest",
     "index_line",
     "render_index",
@@ -54,11 +55,21 @@ _JSON_MEMBER = re.compile(r'"([^"\\]+)": ("[^"\\]*"|[\w.+-]+)(,?)')
 
 @dataclass(frozen=True, slots=True)
 class IndexLine:
-    """The index line of one dropped message."""
+    """The index line of one dropped message.
+
+    ``message`` (its index in the history), ``picks`` (the indices of the sentences of its
+    text that the line shows, in order) and ``words`` (for a line that is the first sentence
+    cut short, how many of its words; else 0) are how the line was made: with the caller's
+    messages they give the text again (:func:`derive_line_text`), so a saved line is stored
+    as these numbers, never as text.
+    """
 
     unit: int
     text: str
     tokens: int
+    message: int = -1
+    picks: tuple[int, ...] = ()
+    words: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +120,8 @@ def _leans_back(sentence: str, rare_marked: frozenset[str]) -> bool:
     return is_short(sentence) and not names
 
 
-def _truncate_to(text: str, count: Count, max_tokens: int) -> str:
+def _words_that_fit(text: str, count: Count, max_tokens: int) -> int:
+    """How many of ``text``'s first words fit ``max_tokens`` with " …" after them."""
     words = text.split()
     lo, hi = 0, len(words)
     while lo < hi:  # longest word prefix that fits
@@ -118,7 +130,14 @@ def _truncate_to(text: str, count: Count, max_tokens: int) -> str:
             lo = mid
         else:
             hi = mid - 1
-    return " ".join(words[:lo]) + " …" if lo else ""
+    return lo
+
+
+def _shown(sentences: Sequence[str], picks: Sequence[int], words: int) -> str:
+    """The line body: the first ``words`` words and " …", or the picked sentences in order."""
+    if words:
+        return " ".join(sentences[0].split()[:words]) + " …"
+    return _in_order(sentences, set(picks))
 
 
 def _densities(sentences: Sequence[str], stats: TermStats) -> tuple[list[float], list[float]]:
@@ -249,7 +268,17 @@ def _add_leaned_on(reading: _Reading, chosen: set[int], used: int, cap: int) -> 
 
 
 def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -> str:
-    """The index line body of a dropped message: its keyframes and its other rare facts.
+    """The index line body of a dropped message (see :func:`_digest_choice`), or ""."""
+    choice = _digest_choice(text, stats, count, frame_tokens)
+    return "" if choice is None else _shown(*choice)
+
+
+def _digest_choice(
+    text: str, stats: TermStats, count: Count, frame_tokens: int
+) -> tuple[list[str], tuple[int, ...], int] | None:
+    """The message's sentences with the line's picks and words (see :class:`IndexLine`).
+
+    The line body of a dropped message: its keyframes and its other rare facts.
 
     A message none of whose words is rare in the conversation gets no line (it repeats what
     is said elsewhere), and neither does one that names no rare code, number or name, unless
@@ -270,26 +299,56 @@ def index_digest(text: str, stats: TermStats, count: Count, frame_tokens: int) -
     """
     reading = _read(text, stats, count, frame_tokens)
     if reading is None:
-        return ""
+        return None
     total = sum(reading.sizes)
     chosen = _keyframes(reading.density, reading.specifics, total)
     if not chosen:
-        return _truncate_to(reading.sentences[0], count, frame_tokens)
+        words = _words_that_fit(reading.sentences[0], count, frame_tokens)
+        return (reading.sentences, (), words) if words else None
     cap = frame_tokens * math.ceil(math.sqrt(total / 50))
     used = _add_exact_values(reading, chosen, sum(reading.sizes[i] for i in chosen), cap)
     _add_leaned_on(reading, chosen, used, cap)
-    return _in_order(reading.sentences, chosen)
+    return reading.sentences, tuple(sorted(chosen)), 0
 
 
 def index_line(
-    unit: int, label: str, text: str, stats: TermStats, count: Count, frame_tokens: int
+    unit: int,
+    label: str,
+    text: str,
+    stats: TermStats,
+    count: Count,
+    frame_tokens: int,
+    message: int = -1,
 ) -> IndexLine | None:
-    """The index line of a dropped message spoken by ``label``, or None when it earns none."""
-    frame = index_digest(text, stats, count, frame_tokens)
-    if not frame:
+    """The index line of dropped message ``message`` spoken by ``label``, or None when it
+    earns none."""
+    choice = _digest_choice(text, stats, count, frame_tokens)
+    if choice is None:
         return None
-    line = index_entry(label, frame)
-    return IndexLine(unit, line, count(line))
+    sentences, picks, words = choice
+    line = index_entry(label, _shown(sentences, picks, words))
+    return IndexLine(unit, line, count(line), message, picks, words)
+
+
+def derive_line_text(label: str, text: str, picks: Sequence[int], words: int) -> str | None:
+    """The index line that ``picks`` and ``words`` (see :class:`IndexLine`) make of a message
+    spoken by ``label`` with ``text``; None when they cannot come from that text.
+
+    Picks must be strictly increasing sentence indices of the text; ``words`` counts words of
+    its first sentence and goes without picks.
+    """
+    sentences = split_sentences(text)
+    if words:
+        if picks or not sentences or words > len(sentences[0].split()):
+            return None
+    elif (
+        not picks
+        or picks[0] < 0
+        or picks[-1] >= len(sentences)
+        or any(a >= b for a, b in pairwise(picks))
+    ):
+        return None
+    return index_entry(label, _shown(sentences, picks, words))
 
 
 def select_index_lines(lines: Sequence[IndexLine], room: int, header_tokens: int) -> int:

@@ -8,15 +8,19 @@ Nothing in it grows with the number of messages:
   tokens, how many cut events there were and the last ones (those made on reaching the same
   message, which a session boundary there reclassifies);
 - the session state: the last boundary, the tokens since, the moves on and between boundaries;
-- the index lines some room could still show (:meth:`HistoryTracker.forget_lines`);
+- the index lines some room could still show (:meth:`HistoryTracker.forget_lines`), each as
+  its unit, its message and the sentences it shows, never as text;
 - the rarity statistics, a fixed-size sketch (:class:`membrane.text.sketch.TermSketch`);
 - the proof of what it describes: the digest of the messages it has seen
   (:func:`membrane.messages.prefix_digest`) and the caller's ``history_version``, if any.
 
 Recall's passages are not in it: they are cut again from the caller's messages, which
 arrive with every call. A snapshot that fails its checks raises ``ValueError`` (the caller
-discards it, as any bad store value). The state value's format ``version``
-(:data:`membrane.state.STATE_FORMAT_VERSION`) covers the snapshot too.
+discards it, as any bad store value). The store is not trusted with counts or text: a
+restored tracker counts its kept units again and makes its index lines again from the
+caller's messages (:mod:`._rederive`), and a snapshot they disagree with is discarded too.
+The state value's format ``version`` (:data:`membrane.state.STATE_FORMAT_VERSION`) covers
+the snapshot too.
 """
 
 from __future__ import annotations
@@ -31,6 +35,14 @@ from membrane.messages import HistoryVersion, group_units, prefix_digest
 from membrane.stages.history._cut import CutEvent, HistoryTracker, unit_key
 from membrane.stages.history._index import IndexLine
 from membrane.stages.history._passages import Passage, sentence_stems, stated_words
+from membrane.stages.history._rederive import (
+    ImageTokens,
+    LineRecipe,
+    UnitCost,
+    derive_lines,
+    session_tokens,
+    unit_cost,
+)
 from membrane.stages.history._score import MAX_POSTINGS_SCANNED
 from membrane.stages.history._shared import Count
 from membrane.text.relevance import stem_letters
@@ -65,7 +77,7 @@ class TrackerSnapshot:
     boundary: int
     session: tuple[int, int, int]
     kept: tuple[tuple[int, int, int], ...]
-    lines: tuple[IndexLine, ...]
+    lines: tuple[LineRecipe, ...]
     stats: TermSketch
     digest: str | None
     version: HistoryVersion | None
@@ -115,7 +127,9 @@ def snapshot_tracker(
                 tracker.bounds[cut:], tracker.unit_tokens[cut:], strict=True
             )
         ],
-        "lines": [[line.unit, line.text, line.tokens] for line in tracker.lines],
+        "lines": [
+            [line.unit, line.message, list(line.picks), line.words] for line in tracker.lines
+        ],
         "documents": stats.documents,
         "df": stats.to_text(),
         "digest": None if digest is None else digest.hex(),
@@ -137,11 +151,11 @@ def _count(value: object, name: str) -> int:
     return value
 
 
-def _triples(value: object, name: str) -> list[list[object]]:
+def _rows(value: object, name: str, size: int) -> list[list[object]]:
     if not isinstance(value, list) or not all(
-        isinstance(row, list) and len(row) == 3 for row in value
+        isinstance(row, list) and len(row) == size for row in value
     ):
-        raise ValueError(f"{name} must be a list of three-item lists")
+        raise ValueError(f"{name} must be a list of {size}-item lists")
     return value
 
 
@@ -163,7 +177,7 @@ def read_snapshot(value: object) -> TrackerSnapshot:
     counter, digest, version = _identity(value)
     kept = tuple(
         (_count(a, "kept"), _count(b, "kept"), _count(t, "kept"))
-        for a, b, t in _triples(value.get("kept"), "kept")
+        for a, b, t in _rows(value.get("kept"), "kept", 3)
     )
     lines = _index_lines(value.get("lines"))
     sketch = value.get("df")
@@ -176,7 +190,7 @@ def read_snapshot(value: object) -> TrackerSnapshot:
         and bounds_ok
         and (not kept or kept[-1][1] == seen)
         and sum(t for _, _, t in kept) == kept_tokens <= total_tokens
-        and all(line.unit < cut for line in lines)
+        and all(line[0] < cut for line in lines)
         and boundary <= units
         and len(last) <= events
         and all(e.seen <= units and e.cut <= cut for e in last)
@@ -222,12 +236,15 @@ def _identity(value: dict[str, Any]) -> tuple[str, str | None, HistoryVersion | 
     return counter, digest, version
 
 
-def _index_lines(value: object) -> list[IndexLine]:
+def _index_lines(value: object) -> list[LineRecipe]:
     lines = []
-    for unit, text, tokens in _triples(value, "lines"):
-        if not isinstance(text, str):
-            raise ValueError("an index line's text must be a str")
-        lines.append(IndexLine(_count(unit, "lines"), text, _count(tokens, "lines")))
+    for unit, message, picks, words in _rows(value, "lines", 4):
+        if not isinstance(picks, list) or len(picks) > 10_000:
+            raise ValueError("an index line's picks must be a list of sentence indices")
+        chosen = tuple(_count(p, "lines") for p in picks)
+        lines.append(
+            (_count(unit, "lines"), _count(message, "lines"), chosen, _count(words, "lines"))
+        )
     return lines
 
 
@@ -244,12 +261,56 @@ def restore_tracker(
     count: Count,
     version: HistoryVersion | None,
     field_name: str,
+    image_tokens: ImageTokens = None,
+    counts: Sequence[int | None] | None = None,
 ) -> HistoryTracker | str:
     """The tracker ``snapshot`` describes, for ``messages``; or why it does not describe them.
 
     The reasons: ``"prefix"`` (the messages do not start with what it saw, by digest or
-    ``history_version``) and ``"units"`` (they do, but group into other units).
+    ``history_version``), ``"units"`` (they do, but group into other units), ``"counts"``
+    (its kept or session tokens are not what counting these messages gives) and ``"lines"``
+    (an index line it names is no line of these messages). The last two mean the snapshot
+    is wrong, not merely old. ``image_tokens`` and ``counts`` are as for
+    :meth:`HistoryTracker.update`.
     """
+    checked = _checked(snapshot, messages, count, version, field_name, image_tokens, counts)
+    if isinstance(checked, str):
+        return checked
+    bounds, kept, lines = checked
+    share, chunk, overhead, keyframe_tokens, _ = snapshot.settings
+    cut = snapshot.cut
+    tracker = HistoryTracker(share, chunk, count, overhead, keyframe_tokens)
+    tracker.bounds = bounds
+    tracker.unit_tokens = [0] * cut + kept
+    tracker.unit_keys = [
+        unit_key(messages[a:b]) if u == 0 or u >= cut else () for u, (a, b) in enumerate(bounds)
+    ]
+    tracker.cut = cut
+    tracker.kept_tokens = sum(kept)
+    tracker.total_tokens = snapshot.total_tokens
+    tracker.events = list(snapshot.last_events)
+    tracker.resumed_events = snapshot.events - len(snapshot.last_events)
+    tracker.boundary = snapshot.boundary
+    tracker.session_tokens, tracker.session_moves, tracker.mid_session_moves = snapshot.session
+    tracker.lines = lines
+    tracker.stats = snapshot.stats
+    for unit in range(cut):
+        tracker.add_passages(unit, messages, post=False)
+    tracker.postings = RestoredPostings(tracker.passages, len(tracker.passages))
+    return tracker
+
+
+def _checked(
+    snapshot: TrackerSnapshot,
+    messages: Sequence[Mapping[str, Any]],
+    count: Count,
+    version: HistoryVersion | None,
+    field_name: str,
+    image_tokens: ImageTokens,
+    counts: Sequence[int | None] | None,
+) -> tuple[list[tuple[int, int]], list[int], list[IndexLine]] | str:
+    """The units' bounds, the kept units' tokens and the index lines, from ``messages``, when
+    ``snapshot`` describes them; else why not (see :func:`restore_tracker`)."""
     seen = snapshot.seen
     if seen > len(messages):
         return "prefix"
@@ -261,31 +322,32 @@ def restore_tracker(
         bounds = [(u.start, u.stop) for u in group_units(messages[:seen], field=field_name)]
     except InvalidInputError:  # the snapshot ends inside a tool call's results
         return "units"
-    if len(bounds) != snapshot.units or bounds[snapshot.cut :] != [
-        (a, b) for a, b, _ in snapshot.kept
-    ]:
-        return "units"
-    share, chunk, overhead, keyframe_tokens, _ = snapshot.settings
-    tracker = HistoryTracker(share, chunk, count, overhead, keyframe_tokens)
     cut = snapshot.cut
-    tracker.bounds = bounds
-    tracker.unit_tokens = [0] * cut + [t for _, _, t in snapshot.kept]
-    tracker.unit_keys = [
-        unit_key(messages[a:b]) if u == 0 or u >= cut else () for u, (a, b) in enumerate(bounds)
-    ]
-    tracker.cut = cut
-    tracker.kept_tokens = snapshot.kept_tokens
-    tracker.total_tokens = snapshot.total_tokens
-    tracker.events = list(snapshot.last_events)
-    tracker.resumed_events = snapshot.events - len(snapshot.last_events)
-    tracker.boundary = snapshot.boundary
-    tracker.session_tokens, tracker.session_moves, tracker.mid_session_moves = snapshot.session
-    tracker.lines = list(snapshot.lines)
-    tracker.stats = snapshot.stats
-    for unit in range(cut):
-        tracker.add_passages(unit, messages, post=False)
-    tracker.postings = RestoredPostings(tracker.passages, len(tracker.passages))
-    return tracker
+    if len(bounds) != snapshot.units or bounds[cut:] != [(a, b) for a, b, _ in snapshot.kept]:
+        return "units"
+    cost = unit_cost(messages, count, snapshot.settings[2], image_tokens, counts)
+    kept = [cost(a, b) for a, b in bounds[cut:]]
+    if kept != [t for _, _, t in snapshot.kept] or not _session_agrees(
+        snapshot, bounds, kept, cost
+    ):
+        return "counts"
+    lines = derive_lines(snapshot.lines, messages, bounds, count)
+    return "lines" if lines is None else (bounds, kept, lines)
+
+
+def _session_agrees(
+    snapshot: TrackerSnapshot,
+    bounds: Sequence[tuple[int, int]],
+    kept: Sequence[int],
+    cost: UnitCost,
+) -> bool:
+    """The snapshot's session tokens are what counting the messages gives, as far as the cut
+    ever reads them (a chunk: any two counts of a chunk or more act alike)."""
+    chunk, stored = snapshot.settings[1], snapshot.session[0]
+    counted = session_tokens(bounds, kept, snapshot.cut, snapshot.boundary, chunk, cost)
+    if stored < chunk or counted < chunk:
+        return stored == counted
+    return stored <= snapshot.total_tokens
 
 
 class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
