@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from membrane import config
 from membrane.capabilities import ModelLimits
-from membrane.compile_state import KeyedLocks, LRUCache, StateScope, StoreNotes, run_off_loop
+from membrane.compile_state import KeyedLocks, LRUCache, StateScope, StoreNotes
 from membrane.messages import CheckedPrefix, HistoryVersion, Message
+from membrane.off_loop import run_off_loop
 from membrane.profile import Watch, start_watch
 from membrane.records import TextCapSetting
 from membrane.regions import Region
@@ -255,7 +256,7 @@ class ContextCompiler:
 
         The compressor runs only when the memories on offer exceed
         ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O runs
-        off the event loop (:func:`membrane.compile_state.run_off_loop`). It must be ``async``
+        off the event loop (:func:`membrane.off_loop.run_off_loop`). It must be ``async``
         (a sync one is refused before it runs) and is awaited holding no lock. With a
         ``redis.asyncio`` ``redis_client`` and a ``conversation_id``, summaries are cached in
         Redis (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
