@@ -137,6 +137,10 @@ class KeyedLocks:
                 if not entry[1][0]:
                     del self._locks[key]
 
+    def busy(self, key: Hashable) -> bool:
+        """True while some caller holds (or waits for) ``key``'s lock."""
+        return key in self._locks
+
     def __len__(self) -> int:
         return len(self._locks)
 

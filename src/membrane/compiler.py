@@ -16,7 +16,7 @@ from membrane import config
 from membrane.capabilities import ModelLimits
 from membrane.compile_state import KeyedLocks, LRUCache, StateScope, StoreNotes
 from membrane.messages import CheckedPrefix, HistoryVersion, Message
-from membrane.off_loop import run_off_loop
+from membrane.off_loop import conversation_of, inputs_are_large, run_off_loop
 from membrane.profile import Watch, start_watch
 from membrane.records import TextCapSetting
 from membrane.regions import Region
@@ -255,8 +255,8 @@ class ContextCompiler:
         """Like :meth:`compile`, with an async pre-flight compressor.
 
         The compressor runs only when the memories on offer exceed
-        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O runs
-        off the event loop (:func:`membrane.off_loop.run_off_loop`). It must be ``async``
+        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O and
+        large inputs run off the event loop (:mod:`membrane.off_loop`). It must be ``async``
         (a sync one is refused before it runs) and is awaited holding no lock. With a
         ``redis.asyncio`` ``redis_client`` and a ``conversation_id``, summaries are cached in
         Redis (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
@@ -268,13 +268,17 @@ class ContextCompiler:
             oversized_middle(memories, kwargs, self.settings.text_caps, count) if analyst else None
         )
         compile_now = partial(self.compile, memories, user_message, **kwargs)
+        heavy = self._locks.busy(conversation_of(kwargs)) or inputs_are_large(
+            memories, user_message, kwargs
+        )
         if analyst is None or raw is None:
-            return await run_off_loop(self.state_store, compile_now)
+            return await run_off_loop(self.state_store, compile_now, heavy=heavy)
         target = config.preflight_target_tokens()
         done, outcome = await summarise_middle(analyst, raw, target, user_message, cache)
         kwargs["compress_sync"] = lambda _r, _t, _q: done
         compile_now = partial(self.compile, memories, user_message, **kwargs)
-        result = await run_off_loop(self.state_store, compile_now)
+        heavy = heavy or self._locks.busy(conversation_of(kwargs))  # busy since the await?
+        result = await run_off_loop(self.state_store, compile_now, heavy=heavy)
         return result.with_report(replace(result.report, preflight_cache=outcome))
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
