@@ -16,7 +16,7 @@ from membrane import config
 from membrane.capabilities import ModelLimits
 from membrane.compile_state import KeyedLocks, LRUCache, StateScope, StoreNotes
 from membrane.messages import CheckedPrefix, HistoryVersion, Message
-from membrane.off_loop import conversation_of, inputs_are_large, run_off_loop
+from membrane.off_loop import is_heavy, run_off_loop
 from membrane.profile import Watch, start_watch
 from membrane.records import TextCapSetting
 from membrane.regions import Region
@@ -47,7 +47,8 @@ from membrane.stages.preflight import (
 )
 from membrane.stages.values import Offer
 from membrane.stages.window import WindowInput, WindowPlanner
-from membrane.state import InMemoryStateStore, StateStore
+from membrane.state import InMemoryStateStore, StateStore, forget_conversation
+from membrane.state.keys import check_id
 from membrane.text.semantic import Embedder, SemanticRanker
 from membrane.tokenizers import CounterChoice, TokenCounter
 
@@ -181,10 +182,8 @@ class ContextCompiler:
         Anthropic shape, tool calls included) are sent as given, cut from the oldest end in
         chunks; ``conversation_id`` names their state. ``tools``, images and
         ``reserve_output_tokens`` count against the budget. ``history_version`` vouches that
-        the history only grew; ``message_token_counts`` are the caller's counts, taken on trust;
-        ``new_session`` marks a turn after the provider's cache expired; ``speakers`` names who
-        writes each role. A compiler may be shared by threads and tasks: compiles of one
-        conversation take turns, different conversations run side by side.
+        the history only grew; ``message_token_counts`` are taken on trust; ``new_session``
+        marks a cold cache; ``speakers`` names who writes each role. Thread- and task-safe.
         """
         args = CompileArgs(
             TurnArgs(user_message, last_assistant_turn, agent_persona_prompt, dynamic_directives),
@@ -252,34 +251,36 @@ class ContextCompiler:
         redis_client: Any = None,
         **kwargs: Any,
     ) -> CompileResult:
-        """Like :meth:`compile`, with an async pre-flight compressor.
+        """Like :meth:`compile`, off the event loop when it could hold it (:mod:`.off_loop`).
 
-        The compressor runs only when the memories on offer exceed
-        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O and
-        large inputs run off the event loop (:mod:`membrane.off_loop`). It must be ``async``
-        (a sync one is refused before it runs) and is awaited holding no lock. With a
-        ``redis.asyncio`` ``redis_client`` and a ``conversation_id``, summaries are cached in
-        Redis (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
+        ``compress_async`` (``async``, awaited holding no lock) summarises the memories on offer
+        when they exceed ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens. With a ``redis.asyncio``
+        ``redis_client`` and a ``conversation_id``, summaries are cached in Redis
+        (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
         """
         cache = PreflightCache.for_call(redis_client, kwargs, self._scope.namespace)
         analyst = async_analyst(compress_async, compress_fn)
         count = self._counters.for_call(kwargs.get("tokenizer_registry")).count
-        raw = (
-            oversized_middle(memories, kwargs, self.settings.text_caps, count) if analyst else None
-        )
+        caps = self.settings.text_caps
+        raw = oversized_middle(memories, kwargs, caps, count) if analyst else None
+        outcome = None
+        if analyst is not None and raw is not None:
+            target = config.preflight_target_tokens()
+            done, outcome = await summarise_middle(analyst, raw, target, user_message, cache)
+            kwargs["compress_sync"] = lambda _r, _t, _q: done
         compile_now = partial(self.compile, memories, user_message, **kwargs)
-        heavy = self._locks.busy(conversation_of(kwargs)) or inputs_are_large(
-            memories, user_message, kwargs
-        )
-        if analyst is None or raw is None:
-            return await run_off_loop(self.state_store, compile_now, heavy=heavy)
-        target = config.preflight_target_tokens()
-        done, outcome = await summarise_middle(analyst, raw, target, user_message, cache)
-        kwargs["compress_sync"] = lambda _r, _t, _q: done
-        compile_now = partial(self.compile, memories, user_message, **kwargs)
-        heavy = heavy or self._locks.busy(conversation_of(kwargs))  # busy since the await?
+        heavy = is_heavy(self._locks, memories, user_message, kwargs)  # after any await
         result = await run_off_loop(self.state_store, compile_now, heavy=heavy)
-        return result.with_report(replace(result.report, preflight_cache=outcome))
+        report = replace(result.report, preflight_cache=outcome)
+        return result if outcome is None else result.with_report(report)
+
+    def forget(self, conversation_id: str) -> None:
+        """Erase a conversation's stored state and all this compiler derived from it."""
+        check_id(conversation_id, "conversation_id")
+        with self._locks.hold(conversation_id):
+            forget_conversation(self.state_store, conversation_id, self._scope.namespace)
+            self._window.forget(conversation_id)
+            self._checked.discard_where(lambda c: c == conversation_id)
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.

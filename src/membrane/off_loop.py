@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from membrane.state import InMemoryStateStore, StateStore
 from membrane.state.keys import DEFAULT_CONVERSATION
@@ -21,8 +21,8 @@ from membrane.state.keys import DEFAULT_CONVERSATION
 __all__ = [
     "MESSAGE_CHARS",
     "ON_LOOP_CHARS",
-    "conversation_of",
     "inputs_are_large",
+    "is_heavy",
     "run_off_loop",
 ]
 
@@ -63,10 +63,18 @@ def inputs_are_large(memories: Sequence[object], user_message: str, kwargs: Any)
     return total > ON_LOOP_CHARS
 
 
-def conversation_of(kwargs: Mapping[str, Any]) -> Hashable:
-    """The conversation a compile's keywords name (the key its lock is taken under)."""
+class _Locks(Protocol):
+    def busy(self, key: Hashable) -> bool: ...
+
+
+def is_heavy(
+    locks: _Locks, memories: Sequence[object], user_message: str, kwargs: Mapping[str, Any]
+) -> bool:
+    """True when a compile should leave the loop: its conversation's lock is taken (by the
+    conversation's id, as the compiler takes it) or its inputs are large."""
     conversation = kwargs.get("conversation_id")
-    return DEFAULT_CONVERSATION if conversation is None else conversation
+    key = DEFAULT_CONVERSATION if conversation is None else conversation
+    return locks.busy(key) or inputs_are_large(memories, user_message, kwargs)
 
 
 async def run_off_loop(store: StateStore, call: Callable[[], R], *, heavy: bool = False) -> R:

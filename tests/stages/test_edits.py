@@ -11,6 +11,8 @@ from typing import Any
 from membrane import ContextCompiler, InMemoryStateStore
 from membrane.compile_state import conversation_key
 from membrane.stages.history import HistoryTracker
+from membrane.state import STATE_FORMAT_VERSION, forget_conversation
+from membrane.state.keys import scoped_conversation
 
 WORDS = "apple banana cherry delta echo foxtrot golf hotel india juliet kilo lima mike"
 POOL = WORDS.split()
@@ -117,3 +119,45 @@ def test_a_worker_that_joins_after_a_redaction_replaces_the_stored_state() -> No
     after = joiner.compile([], QUESTION, conversation_messages=redacted, conversation_id="c")
     assert after.metadata["history_resume"] == "replayed:prefix"
     _assert_gone(joiner, store, after)
+
+
+def test_forget_erases_the_conversation_from_the_store_and_the_compiler() -> None:
+    history, store = _with_secret(), InMemoryStateStore()
+    compiler = _compiler(store)
+    compiler.compile([], QUESTION, conversation_messages=history, conversation_id="c")
+    compiler.compile([], "hi", conversation_messages=_chat(30), conversation_id="other")
+    assert store.get(conversation_key("c")) is not None
+    compiler.forget("c")
+    assert store.get(conversation_key("c")) is None
+    assert store.get(conversation_key("other")) is not None  # only that conversation
+    assert all(CARD not in line.text for t in _trackers(compiler) for line in t.lines)
+    assert compiler._checked.get("c") is None
+    after = compiler.compile([], QUESTION, conversation_messages=history, conversation_id="c")
+    assert after.metadata["history_resume"] == "replayed:no_state"
+
+
+class _NoDelete:
+    """A caller's store with only get and put."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, dict[str, Any]] = {}
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.data.get(key)
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        self.data[key] = value
+
+
+def test_forget_conversation_empties_the_value_of_a_store_without_delete() -> None:
+    store = _NoDelete()
+    compiler = ContextCompiler(1500, token_scale=1.0, state_store=store, state_namespace="t")
+    compiler.compile([], QUESTION, conversation_messages=_with_secret(), conversation_id="c")
+    key = conversation_key("c", "t")
+    assert CARD in json.dumps(store.data[key])
+    forget_conversation(store, "c", "t")
+    assert store.data[key] == {"version": STATE_FORMAT_VERSION}
+    forget_conversation(store, "c", "t", user_id="u")  # compile_prompt_async's folded id
+    assert store.data[conversation_key(scoped_conversation("u", "c"), "t")] == {
+        "version": STATE_FORMAT_VERSION
+    }

@@ -154,6 +154,11 @@ class WindowPlanner:
         window = _cut_for_turn(given, tracker, system_text, index_lines, index_tokens, overhead)
         return replace(window, resume=resume if why is None else f"{resume}:{why}")
 
+    def forget(self, conversation: str) -> None:
+        """Drop what this planner keeps of ``conversation`` (its tracker and system text)."""
+        self._trackers.discard_where(lambda k: k[0] == conversation)
+        self._system_texts.discard_where(lambda k: k == conversation)
+
     def _tracker(
         self,
         given: WindowInput,
