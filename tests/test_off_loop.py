@@ -58,7 +58,7 @@ def test_a_compile_waiting_for_its_conversation_waits_in_a_thread() -> None:
             beat = asyncio.create_task(_beat(ticks))
             waiting = asyncio.create_task(compiler.compile_async([], "hi", conversation_id="c"))
             await asyncio.sleep(0.2)
-            assert not waiting.done() and len(ticks) >= 5
+            assert not waiting.done() and len(ticks) >= 2  # the loop ran meanwhile
         await waiting
         beat.cancel()
 
