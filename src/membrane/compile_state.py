@@ -9,7 +9,6 @@ between compiles: its key namespace and the model scales it read recently.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 import warnings
@@ -36,7 +35,6 @@ __all__ = [
     "StateView",
     "StoreNotes",
     "load_calibration",
-    "run_off_loop",
     "write_state",
 ]
 
@@ -47,7 +45,6 @@ _SCALE_CACHE_MODELS = 64
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
-R = TypeVar("R")
 
 
 class LRUCache(Generic[K, V]):
@@ -140,6 +137,10 @@ class KeyedLocks:
                 entry[1][0] -= 1
                 if not entry[1][0]:
                     del self._locks[key]
+
+    def busy(self, key: Hashable) -> bool:
+        """True while some caller holds (or waits for) ``key``'s lock."""
+        return key in self._locks
 
     def __len__(self) -> int:
         return len(self._locks)
@@ -261,6 +262,7 @@ class StateView:
     _state: dict[str, Any] | None = None
     _changes: dict[str, Any] = field(default_factory=dict)
     _unknown_fields: bool = False
+    _dropped: bool = False
 
     @property
     def key(self) -> str:
@@ -305,18 +307,27 @@ class StateView:
         """Queue ``fields`` of the conversation's state (merged into it by :meth:`save`)."""
         self._changes.update(fields)
 
+    def drop_conversation_fields(self, names: tuple[str, ...]) -> None:
+        """Remove ``names`` from the conversation's state (at once from what this compile
+        reads, from the store by :meth:`save`): they were derived from text the caller changed.
+        """
+        state = self.conversation_state
+        if any(name in state for name in names):
+            self._state = {k: v for k, v in state.items() if k not in names}
+            self._dropped = True
+
     def save(self) -> int:
         """Write the conversation's state once, if the stages changed it (to the fallback only,
         during an outage). Returns how many writes that was (0 or 1).
         """
-        if not self._changes and not self._unknown_fields:
+        if not self._changes and not self._unknown_fields and not self._dropped:
             return 0
         before = self.conversation_state
         value = {**before, **self._changes, VERSION_FIELD: STATE_FORMAT_VERSION}
         self._changes = {}
-        if value == before and not self._unknown_fields:
+        if value == before and not (self._unknown_fields or self._dropped):
             return 0
-        self._unknown_fields = False
+        self._unknown_fields = self._dropped = False
         write_state(self.store, self.key, value, self.notes)
         self._state = value
         return 1
@@ -428,16 +439,3 @@ class StateScope:
     ) -> None:
         expires = self._clock() + self._seconds
         self._scales.put(scale_key(model_id), (store, calibration, expires))
-
-
-async def run_off_loop(store: StateStore, call: Callable[[], R]) -> R:
-    """``call()``, a compile that reads and writes ``store``, without blocking the event loop.
-
-    With the in-process store there is no I/O to wait for, so ``call`` runs right here. Any
-    other store (Redis, a caller's own) may wait on the network for up to its deadline, so
-    ``call`` runs in a worker thread (:func:`asyncio.to_thread`) and the loop keeps serving
-    other tasks meanwhile.
-    """
-    if type(store) is InMemoryStateStore:
-        return call()
-    return await asyncio.to_thread(call)

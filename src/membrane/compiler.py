@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from membrane import config
 from membrane.capabilities import ModelLimits
-from membrane.compile_state import KeyedLocks, LRUCache, StateScope, StoreNotes, run_off_loop
+from membrane.compile_state import KeyedLocks, LRUCache, StateScope, StoreNotes
 from membrane.messages import CheckedPrefix, HistoryVersion, Message
+from membrane.off_loop import is_heavy, run_off_loop
 from membrane.profile import Watch, start_watch
 from membrane.providers.usage import checked_prompt_tokens, prompt_tokens_from_usage
 from membrane.records import TextCapSetting
@@ -47,7 +48,8 @@ from membrane.stages.preflight import (
 )
 from membrane.stages.values import Offer
 from membrane.stages.window import WindowInput, WindowPlanner
-from membrane.state import InMemoryStateStore, StateStore
+from membrane.state import InMemoryStateStore, StateStore, forget_conversation
+from membrane.state.keys import check_id
 from membrane.text.semantic import Embedder, SemanticRanker
 from membrane.tokenizers import CounterChoice, TokenCounter
 
@@ -174,10 +176,8 @@ class ContextCompiler:
         Responses items or Anthropic shape) are sent as given, cut from the oldest end in
         chunks after the last compaction; ``conversation_id`` names their state. ``tools``, images,
         ``reserve_output_tokens`` count against the budget. ``history_version`` vouches that
-        the history only grew; ``message_token_counts`` are the caller's counts, taken on trust;
-        ``new_session`` marks a turn after the provider's cache expired; ``speakers`` names who
-        writes each role. A compiler may be shared by threads and tasks: compiles of one
-        conversation take turns, different conversations run side by side.
+        the history only grew; ``message_token_counts`` are taken on trust; ``new_session``
+        marks a cold cache; ``speakers`` names who writes each role. Thread- and task-safe.
         """
         args = CompileArgs(
             TurnArgs(user_message, last_assistant_turn, agent_persona_prompt, dynamic_directives),
@@ -245,38 +245,42 @@ class ContextCompiler:
         redis_client: Any = None,
         **kwargs: Any,
     ) -> CompileResult:
-        """Like :meth:`compile`, with an async pre-flight compressor.
+        """Like :meth:`compile`, off the event loop when it could hold it (:mod:`.off_loop`).
 
-        The compressor runs only when the memories on offer exceed
-        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens; its summary replaces them. Store I/O runs
-        off the event loop (:func:`membrane.compile_state.run_off_loop`). It must be ``async``
-        (a sync one is refused before it runs) and is awaited holding no lock. With a
-        ``redis.asyncio`` ``redis_client`` and a ``conversation_id``, summaries are cached in
-        Redis (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
+        ``compress_async`` (``async``, awaited holding no lock) summarises the memories on offer
+        when they exceed ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens. With a ``redis.asyncio``
+        ``redis_client`` and a ``conversation_id``, summaries are cached in Redis
+        (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
         """
         cache = PreflightCache.for_call(redis_client, kwargs, self._scope.namespace)
         analyst = async_analyst(compress_async, compress_fn)
         count = self._counters.for_call(kwargs.get("tokenizer_registry")).count
-        raw = (
-            oversized_middle(memories, kwargs, self.settings.text_caps, count) if analyst else None
-        )
+        caps = self.settings.text_caps
+        raw = oversized_middle(memories, kwargs, caps, count) if analyst else None
+        outcome = None
+        if analyst is not None and raw is not None:
+            target = config.preflight_target_tokens()
+            done, outcome = await summarise_middle(analyst, raw, target, user_message, cache)
+            kwargs["compress_sync"] = lambda _r, _t, _q: done
         compile_now = partial(self.compile, memories, user_message, **kwargs)
-        if analyst is None or raw is None:
-            return await run_off_loop(self.state_store, compile_now)
-        target = config.preflight_target_tokens()
-        done, outcome = await summarise_middle(analyst, raw, target, user_message, cache)
-        kwargs["compress_sync"] = lambda _r, _t, _q: done
-        compile_now = partial(self.compile, memories, user_message, **kwargs)
-        result = await run_off_loop(self.state_store, compile_now)
-        return result.with_report(replace(result.report, preflight_cache=outcome))
+        heavy = is_heavy(self._locks, memories, user_message, kwargs)  # after any await
+        result = await run_off_loop(self.state_store, compile_now, heavy=heavy)
+        report = replace(result.report, preflight_cache=outcome)
+        return result if outcome is None else result.with_report(report)
+
+    def forget(self, conversation_id: str) -> None:
+        """Erase a conversation's stored state and all this compiler derived from it."""
+        check_id(conversation_id, "conversation_id")
+        with self._locks.hold(conversation_id):
+            forget_conversation(self.state_store, conversation_id, self._scope.namespace)
+            self._window.forget(conversation_id)
+            self._checked.discard_where(lambda c: c == conversation_id)
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
 
-        The ratio to Membrane's own count is smoothed per model and shared through the state
-        store; later compiles divide the budget by the scale. A fixed ``token_scale`` ignores
-        observations. A count under half of Membrane's is refused (``InvalidInputError``): it
-        is part of the prompt, not all of it; :meth:`observe_usage` adds the parts up.
+        The ratio to Membrane's count is smoothed per model and shared through the state store.
+        A count under half of Membrane's is refused: :meth:`observe_usage` adds the parts up.
         """
         report = result.report
         actual = checked_prompt_tokens(actual_prompt_tokens, report.sent_tokens)

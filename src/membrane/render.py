@@ -95,7 +95,7 @@ def render_end(
     )
     framing = overhead * len(messages)
     offered = offer.lines()
-    trimmed = sum(count(line) for line in offered) - sum(count(line) for line in message.lines)
+    trimmed = sum(offer.line_tokens(count)) - sum(count(line) for line in message.lines)
     core_chars = len(core) if window.index_lines else None
     report = CompileReport(
         model_id=settings.model_id,

@@ -9,6 +9,7 @@ import pytest
 from membrane.compiler import ContextCompiler
 from membrane.errors import StoreUnavailable
 from membrane.records import MemoryItem
+from membrane.state.keys import conversation_key
 from membrane.state.redis import (
     RedisStateStore,
     get_ref_map_for_conversation,
@@ -22,6 +23,17 @@ def test_round_trip_and_prefix(redis_client: Any) -> None:
     store.put("k", {"room": 120, "share": 900, "events": 3})
     assert store.get("k") == {"room": 120, "share": 900, "events": 3}
     assert redis_client.get("t:k") == b'{"events":3,"room":120,"share":900}'
+
+
+def test_forget_deletes_the_conversation_key(redis_client: Any) -> None:
+    store = RedisStateStore(redis_client, prefix="t:", deadline_seconds=5.0)
+    history = [{"role": "user", "content": f"KX-{i} " + "word " * 80} for i in range(40)]
+    compiler = ContextCompiler(1200, token_scale=1.0, state_store=store)
+    compiler.compile([], "q", conversation_messages=history, conversation_id="gone")
+    assert redis_client.exists("t:" + conversation_key("gone"))
+    compiler.forget("gone")
+    assert not redis_client.exists("t:" + conversation_key("gone"))
+    assert store.get(conversation_key("gone")) is None
 
 
 def test_url_and_ttl(redis_url: str, redis_client: Any) -> None:

@@ -18,6 +18,7 @@ proof that they are the same:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import pickle
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
@@ -32,11 +33,19 @@ __all__ = ["CheckedPrefix", "HistoryVersion", "check_history", "prefix_digest"]
 
 HistoryVersion = int | str
 _CHUNK = 128
+# Numbers each validation, so a consumer can tell which one it last read (see ``proves``).
+_SERIALS = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
 class CheckedPrefix:
-    """A validated history: its length, the proof of its content, the tool-call ids it made."""
+    """A validated history: its length, the proof of its content, the tool-call ids it made.
+
+    ``serial`` names this validation (unique in the process). ``proves`` is the serial of the
+    previous validation when every message it covered was proved unchanged (by digest or
+    version), else None: a consumer that read exactly that validation's messages (the history
+    tracker) may then skip comparing them.
+    """
 
     length: int
     digest: bytes | None
@@ -45,6 +54,8 @@ class CheckedPrefix:
     #: The history was plain chat, read as given: no Responses item, no compaction boundary
     #: (only then is a prefix skipped, and its scan for those with it).
     plain: bool = True
+    serial: int = 0
+    proves: int | None = None
 
 
 def _feed(hasher: Any, messages: Sequence[object], start: int, stop: int) -> bool:
@@ -133,7 +144,10 @@ def check_history(
     if read.spans is not None:
         converted = validate_messages(read.messages, field=field)
         made = frozenset(tool_call_ids(converted))
-        return converted, CheckedPrefix(len(converted), None, None, made, plain=False), read
+        checked = CheckedPrefix(
+            len(converted), None, None, made, plain=False, serial=next(_SERIALS)
+        )
+        return converted, checked, read
     history = validate_messages(messages, field=field, start=start, earlier_call_ids=earlier)
     if not history:
         return history, None, read
@@ -141,4 +155,8 @@ def check_history(
         digest = prefix_digest(history, len(history))
     new_ids = tool_call_ids(history, start)
     ids: AbstractSet[str] = earlier | new_ids if new_ids else earlier
-    return history, CheckedPrefix(len(history), digest, version, frozenset(ids)), read
+    proves = previous.serial if previous is not None and start else None
+    checked = CheckedPrefix(
+        len(history), digest, version, frozenset(ids), serial=next(_SERIALS), proves=proves
+    )
+    return history, checked, read

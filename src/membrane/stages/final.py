@@ -119,7 +119,7 @@ def fit_final(given: FinalInput, window: HistoryWindow, settings: FinalSettings)
     room = given.budget.counted - before_final - count(given.text.end_text) - 2
     reason, recall = _recall_for(given, window, settings)
     header = count(RECALL_HEADER) + 2
-    memory_tokens = sum(count(line) + 1 for line in given.offer.lines())
+    memory_tokens = sum(given.offer.line_tokens(count)) + len(given.offer.lines())
     held: list[RecalledPassage] = []
     if recall is not None and memory_tokens > room - header - 2 * settings.keyframe_tokens:
         # Under memory pressure the best-matching passage is held a keyframe's room, like

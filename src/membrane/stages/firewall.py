@@ -155,7 +155,7 @@ def fit_system_message(
     ``limit`` bounds the whole text's count; nothing is thinned in this placement.
     """
     lines = offer.lines()
-    full = [count(line) for line in lines]
+    full = list(offer.line_tokens(count))
     items = [MiddleItem(tier, i, full[i]) for i, tier in enumerate(offer.tiers())]
     room = limit - count(core) - count(end_text) - 4
     rules = offer.rules.with_budget(limit) if offer.rules is not None else None

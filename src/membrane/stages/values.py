@@ -104,6 +104,9 @@ class Offer:
     _texts: list[str] = field(init=False, repr=False)
     _lines: list[str] = field(init=False, repr=False)
     _tiers: list[int] = field(init=False, repr=False)
+    _line_tokens: tuple[Callable[[str], int], list[int]] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._texts = [s.content for s in self.segments] + [t for t, _ in self.extras]
@@ -118,6 +121,14 @@ class Offer:
 
     def tiers(self) -> list[int]:
         return self._tiers
+
+    def line_tokens(self, count: Callable[[str], int]) -> list[int]:
+        """Each line's tokens by ``count``, counted once: three stages read them, and the
+        counter's memo may not hold 50,000 memories' lines from one stage to the next."""
+        known = self._line_tokens
+        if known is None or known[0] != count:
+            known = self._line_tokens = (count, [count(line) for line in self._lines])
+        return known[1]
 
 
 @dataclass

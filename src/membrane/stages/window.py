@@ -42,6 +42,9 @@ MAX_TRACKER_BYTES = 256 * 2**20
 #: A worker replays a history this short itself rather than read the state store for it.
 SHORT_HISTORY_MESSAGES = 16
 _FIELD = "conversation_messages"
+# Why a tracker was replayed when the messages it (or the stored snapshot) saw were changed.
+_REWRITTEN = frozenset({"edited", "prefix"})
+_WINDOW_FIELDS = ("share", "events", "room", "tracker")
 # A dropped passage in memory: its text, its sentences again, its postings (about forty words).
 _PASSAGE_BYTES = 3_000
 # What restore_tracker found wrong with a snapshot that matches the messages' units.
@@ -149,6 +152,8 @@ class WindowPlanner:
         share = max(int(settings.history_share * after_core), 1)
         line_room = _line_room(share, settings)
         tracker, resume, why = self._tracker(given, share, line_room, settings, state)
+        if why in _REWRITTEN:  # the stored window state was derived from the old text
+            state.drop_conversation_fields(_WINDOW_FIELDS)
         system_text, index_lines, index_tokens, room = given.text.core, 0, 0, None
         if settings.eviction_index and tracker.lines:
             room = _index_room(given, tracker, after_core, settings, state)
@@ -190,6 +195,11 @@ class WindowPlanner:
             boundary=history.boundary,
         )
 
+    def forget(self, conversation: str) -> None:
+        """Drop what this planner keeps of ``conversation`` (its tracker and system text)."""
+        self._trackers.discard_where(lambda k: k[0] == conversation)
+        self._system_texts.discard_where(lambda k: k == conversation)
+
     def _tracker(
         self,
         given: WindowInput,
@@ -203,11 +213,19 @@ class WindowPlanner:
         key = (conversation, share, max(share // 2, 1), counter.name)
         tracker = self._trackers.get(key)
         resume, why = "in_process", None
-        if tracker is None or not tracker.matches(given.history.messages):
+        proof = given.history.proof
+        if tracker is None or not tracker.matches(
+            given.history.messages, proof.proves if proof is not None else None
+        ):
+            # A tracker of this share that no longer matches means the messages were edited.
+            edited = tracker is not None
             tracker, why = _restore(given, share, line_room, settings, state)
             resume = "resumed" if why is None else "replayed"
+            if edited and why is not None:
+                why = "edited"
             # One tracker per conversation: a new share or a rewritten history replaces it.
             self._trackers.discard_where(lambda k: k[0] == conversation)
+        tracker.proof_serial = proof.serial if proof is not None else None
         tracker.update(
             given.history.messages,
             _FIELD,

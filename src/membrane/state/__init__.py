@@ -7,6 +7,7 @@ and per model, the token-scale calibration. Both are small JSON-serialisable dic
 
 from __future__ import annotations
 
+from membrane.state.forget import forget_conversation
 from membrane.state.memory import InMemoryStateStore
 from membrane.state.protocol import STATE_FORMAT_VERSION, StateStore, StateStoreWarning
 from membrane.state.redis import (
@@ -21,6 +22,7 @@ __all__ = [
     "RedisStateStore",
     "StateStore",
     "StateStoreWarning",
+    "forget_conversation",
     "get_ref_map_for_conversation",
     "set_ref_map_for_conversation",
 ]

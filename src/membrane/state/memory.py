@@ -82,6 +82,11 @@ class InMemoryStateStore:
             while len(self._data) > self.max_entries:
                 self._data.popitem(last=False)
 
+    def delete(self, key: str) -> None:
+        """Remove ``key`` and its value (nothing happens when it is absent)."""
+        with self._lock:
+            self._data.pop(key, None)
+
     def __len__(self) -> int:
         """Entries held, expired ones not yet dropped included (at most ``max_entries``)."""
         with self._lock:

@@ -207,6 +207,12 @@ class RedisStateStore:
         self._call("put", key, name, lambda: self._client.eval(script, 1, name, raw, version, ttl))
         self._copy.put(key, value)
 
+    def delete(self, key: str) -> None:
+        """Remove ``key`` from Redis and from the in-process copy."""
+        name = self._prefix + key
+        self._call("delete", key, name, lambda: self._client.delete(name))
+        self._copy.delete(key)
+
     def node_of(self, key: str) -> str:
         """The node that serves ``key``: ``host:port`` on a cluster, "" for a single server.
 
@@ -289,4 +295,4 @@ class RedisStateStore:
 
 
 def _verb(operation: str) -> str:
-    return "read" if operation == "get" else "write"
+    return {"get": "read", "delete": "delete"}.get(operation, "write")

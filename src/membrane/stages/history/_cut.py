@@ -152,6 +152,8 @@ class HistoryTracker:
     has_writers: bool = False
     stats: TermStats = field(default_factory=TermSketch)
     resumed_events: int = 0
+    #: The serial of the history validation whose messages it last read (see :meth:`matches`).
+    proof_serial: int | None = None
     # pid -> the passage recalled whole
     _recalled: dict[int, RecalledPassage] = field(default_factory=dict)
     _last_scores: tuple[tuple[str, int, int, Writers], dict[int, float]] | None = None
@@ -165,8 +167,15 @@ class HistoryTracker:
         """How many times the cut has moved since the conversation began."""
         return self.resumed_events + len(self.events)
 
-    def matches(self, messages: Sequence[Mapping[str, Any]]) -> bool:
+    def matches(self, messages: Sequence[Mapping[str, Any]], proved: int | None = None) -> bool:
         """True when the history this tracker saw is still the start of ``messages``.
+
+        Every unit is compared, kept or dropped: an edit anywhere (a redaction of an old
+        message, a rewrite of a kept one) must reach the cut, the index and recall. The
+        comparison is skipped when ``proved`` is the serial of the validation whose messages
+        the tracker last read (:attr:`proof_serial`) and this turn's validation proved them
+        unchanged (:class:`membrane.messages.CheckedPrefix`). A unit whose key the tracker does
+        not know (a restored tracker's dropped units) cannot be compared: no match.
 
         A tracker that has seen nothing matches nothing: it is replaced, never shared.
         """
@@ -174,9 +183,10 @@ class HistoryTracker:
             return False
         if len(messages) < self.seen_messages:
             return False
-        for unit in {0, self.cut if self.cut < len(self.bounds) else 0, len(self.bounds) - 1}:
-            start, stop = self.bounds[unit]
-            if unit_key(messages[start:stop]) != self.unit_keys[unit]:
+        if proved is not None and proved == self.proof_serial:
+            return True
+        for (start, stop), known in zip(self.bounds, self.unit_keys, strict=True):
+            if not known or unit_key(messages[start:stop]) != known:
                 return False
         return True
 
