@@ -4,6 +4,7 @@ topic shifts only with an embedder, and no connection or download unless asked f
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import os
 import subprocess
@@ -402,10 +403,12 @@ def test_pooled_compiles_of_one_conversation_still_take_turns() -> None:
     guard = threading.Lock()
     active: dict[str, int] = {}
     most: dict[str, int] = {}
-    current = threading.local()
+    # A context variable, not a thread-local: compile_async may run the compile in a worker
+    # thread (asyncio.to_thread carries the context there).
+    current: contextvars.ContextVar[str] = contextvars.ContextVar("conversation")
 
     def hold(_metrics: object) -> None:
-        conversation = current.conversation
+        conversation = current.get()
         with guard:
             active[conversation] = active.get(conversation, 0) + 1
             most[conversation] = max(most.get(conversation, 0), active[conversation])
@@ -414,7 +417,7 @@ def test_pooled_compiles_of_one_conversation_still_take_turns() -> None:
             active[conversation] -= 1
 
     def run(conversation: str) -> None:
-        current.conversation = conversation
+        current.set(conversation)
         for _ in range(5):
             _pool_turn(pool, conversation, hold)
 
