@@ -7,8 +7,7 @@ read. See docs/architecture.md for the whole flow.
 
 from __future__ import annotations
 
-from membrane.request._checks import check_fraction, check_positive_int
-from membrane.request._offer import compress_offer, memory_pairs, normalise_offer, oversized_middle
+from membrane.request._offer import compress_offer, normalise_offer, oversized_middle
 from membrane.request._request import (
     AgentArgs,
     CompileArgs,
@@ -31,10 +30,7 @@ __all__ = [
     "MemoryArgs",
     "Placement",
     "TurnArgs",
-    "check_fraction",
-    "check_positive_int",
     "compress_offer",
-    "memory_pairs",
     "normalise",
     "normalise_offer",
     "oversized_middle",
