@@ -15,12 +15,11 @@ from membrane.report._fragments import (
     CompileMetrics,
     FitReport,
     LabelReport,
-    MetadataView,
     PolicyReport,
     StoreReport,
     WindowReport,
 )
-from membrane.report._keys import CACHE_KEYS, FIREWALL_STATS, render_cache
+from membrane.report._keys import CACHE_KEYS, FIREWALL_STATS, MetadataView, render_cache
 
 __all__ = [
     "CACHE_KEYS",

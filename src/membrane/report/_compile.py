@@ -12,12 +12,11 @@ from membrane.report._fragments import (
     CompileMetrics,
     FitReport,
     LabelReport,
-    MetadataView,
     PolicyReport,
     StoreReport,
     WindowReport,
 )
-from membrane.report._keys import FIREWALL_STATS, read_metadata, render_metadata
+from membrane.report._keys import FIREWALL_STATS, MetadataView, read_metadata, render_metadata
 
 __all__ = ["CompileReport", "ResultView"]
 

@@ -12,50 +12,10 @@ __all__ = [
     "CompileMetrics",
     "FitReport",
     "LabelReport",
-    "MetadataView",
     "PolicyReport",
     "StoreReport",
     "WindowReport",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class MetadataView:
-    """A ``metadata`` dict's raw values by name, unchecked and unconverted.
-
-    For the request builders, which take any object with ``messages`` and ``metadata`` (a
-    result possibly built by hand) and check each value they use themselves.
-    """
-
-    metadata: Mapping[str, Any]
-
-    @property
-    def model_id(self) -> Any:
-        return self.metadata.get("model_id")
-
-    @property
-    def placement(self) -> Any:
-        return self.metadata.get("memory_placement")
-
-    @property
-    def token_scale(self) -> Any:
-        return self.metadata.get("token_scale")
-
-    @property
-    def cache_breakpoints(self) -> Any:
-        return self.metadata.get("cache_breakpoints")
-
-    @property
-    def reserve_output_tokens(self) -> Any:
-        return self.metadata.get("reserve_output_tokens")
-
-    @property
-    def reserve_output_default(self) -> Any:
-        return self.metadata.get("reserve_output_default")
-
-    @property
-    def tools_tokens(self) -> Any:
-        return self.metadata.get("tools_tokens")
 
 
 @dataclass(frozen=True, slots=True)
