@@ -104,6 +104,7 @@ class ContextCompiler:
         token_counter: TokenCounter | None = None,
         memory_text_max_chars: TextCapSetting = None,
         model_limits: ModelLimits | None = None,
+        cache_bytes: int = config.DEFAULT_CACHE_BYTES,
     ) -> None:
         self.settings = CompilerSettings.build(
             max_tokens=max_tokens,
@@ -124,6 +125,7 @@ class ContextCompiler:
             preflight_analyst_model=preflight_analyst_model,
             memory_text_max_chars=memory_text_max_chars,
             model_limits=model_limits,
+            cache_bytes=cache_bytes,
         )
         self.embedder = embedder
         self.metrics_callback = metrics_callback
@@ -131,8 +133,10 @@ class ContextCompiler:
             state_store if state_store is not None else InMemoryStateStore()
         )
         self._scope = StateScope(state_namespace)  # raises on a bad namespace
-        self._counters = CounterChoice(model_id, tokenizer_registry, token_counter)
-        self._window = WindowPlanner()
+        self._counters = CounterChoice(
+            model_id, tokenizer_registry, token_counter, cache_bytes // 4
+        )
+        self._window = WindowPlanner(cache_bytes - cache_bytes // 4)
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
         # Per conversation: what its last validated history proved (see check_history).
         self._checked: LRUCache[str, CheckedPrefix] = LRUCache(_MAX_CONVERSATIONS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 __all__ = [
+    "DEFAULT_CACHE_BYTES",
     "DEFAULT_HISTORY_SHARE",
     "DEFAULT_INDEX_SHARE",
     "DEFAULT_KEYFRAME_TOKENS",
@@ -30,6 +31,10 @@ __all__ = [
     "stress_recent_ttl_seconds",
 ]
 
+#: What one compiler's caches may hold, by real memory: the history trackers and system texts
+#: of the conversations it serves (three quarters) and its token counts (a quarter). The
+#: process-wide text memos are bounded apart (``membrane.memo``).
+DEFAULT_CACHE_BYTES = 128 * 2**20
 DEFAULT_HISTORY_SHARE = 0.75
 DEFAULT_INDEX_SHARE = 0.125
 DEFAULT_KEYFRAME_TOKENS = 40

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from membrane.stages.history._passages import Passage, Postings, add_postings, passages_of
+from membrane.stages.history._passages import PassageList, passages_of, stated_words
+from membrane.stages.history._postings import PostingIndex
 from membrane.stages.history._snapshot import RestoredPostings
 from membrane.text.relevance import content_words, stem
 
@@ -54,21 +55,69 @@ SENTENCES = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(_senten
 MESSAGES = st.lists(st.lists(SENTENCES, min_size=1, max_size=4).map(" ".join), max_size=12)
 
 
-def _passages(messages: list[str]) -> list[Passage]:
-    out: list[Passage] = []
+def _passages(messages: list[str]) -> PassageList:
+    out = PassageList()
     for i, text in enumerate(messages):
-        out.extend(passages_of(i, i, "user" if i % 2 == 0 else "assistant", text))
+        for passage in passages_of(i, i, "user" if i % 2 == 0 else "assistant", text):
+            out.append(passage)
     return out
+
+
+def _postings(passages: PassageList) -> PostingIndex:
+    eager = PostingIndex(passages)
+    for pid, passage in enumerate(passages):
+        eager.add(pid, passage)
+    return eager
 
 
 @given(MESSAGES)
 def test_a_word_finds_the_passages_filing_every_word_would_give(messages: list[str]) -> None:
     passages = _passages(messages)
-    eager: Postings = {}
-    for pid, passage in enumerate(passages):
-        add_postings(eager, pid, passage)
+    eager = _postings(passages)
     restored = RestoredPostings(passages, len(passages))
     probes = {stem(w) for text in messages for w in content_words(text)}
     probes |= {stem(w.lower().strip("()'")) for w in WORDS}
     for word in sorted(probes | set(eager)):
         assert restored.get(word) == eager.get(word), word
+
+
+def _reference(passages: PassageList) -> dict[str, list[tuple[int, int, float]]]:
+    """What every word's posting must hold: each passage stating it, in pid order."""
+    out: dict[str, list[tuple[int, int, float]]] = {}
+    for pid, passage in enumerate(passages):
+        for word, weight in stated_words(passage.sentences).items():
+            out.setdefault(word, []).append((pid, passage.message, weight))
+    return out
+
+
+@given(st.lists(MESSAGES, min_size=1, max_size=6))
+def test_postings_filed_over_many_cuts_are_every_passage_stating_each_word(
+    cuts: list[list[str]],
+) -> None:
+    """Passages filed over several cuts (sealed and merged segments) read back as one list."""
+    passages = PassageList()
+    index = PostingIndex(passages)
+    for batch in cuts:
+        for text in batch:
+            for passage in passages_of(len(passages), len(passages), "user", text):
+                index.add(len(passages), passage)
+                passages.append(passage)
+        index.seal()
+    expected = _reference(passages)
+    assert sorted(index) == sorted(expected)
+    for word, entries in expected.items():
+        posting = index.get(word)
+        assert posting is not None and len(posting) == len(entries)
+        assert list(posting) == entries
+    assert index.get("no-such-word") is None
+
+
+@given(MESSAGES)
+def test_a_passage_reads_back_as_it_was_kept(messages: list[str]) -> None:
+    kept = [p for i, t in enumerate(messages) for p in passages_of(i, i, "tool (x)", t, "Ann")]
+    passages = PassageList()
+    for passage in kept:
+        passages.append(passage)
+    assert list(passages) == kept
+    assert passages[1:] == kept[1:]
+    assert all(" ".join(p.sentences) == p.text for p in passages)

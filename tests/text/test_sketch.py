@@ -147,3 +147,20 @@ def test_remembered_counters_stay_bounded_and_match_a_fresh_hash(
     sketch.add_words(words)
     assert all(sketch.df(w) >= 1 for w in words)
     assert len(module._REMEMBERED) <= 8
+
+
+def test_counters_widen_past_one_byte_and_keep_counting() -> None:
+    """A sketch keeps one byte a counter until a count would pass 255; the counts, the saved
+    form and a sketch read back from it are the same as with two bytes from the start."""
+    sketch = TermSketch()
+    for i in range(300):
+        sketch.add_words({"often", f"once{i}"} if i % 3 else {"often", "sometimes", f"once{i}"})
+    assert sketch.df("often") == 300
+    assert sketch.df("sometimes") == 100
+    assert sketch.df("once7") >= 1
+    again = TermSketch.from_text(sketch.to_text(), sketch.documents)
+    assert again.to_text() == sketch.to_text()
+    assert [again.df(w) for w in ("often", "sometimes", "once7")] == [300, 100, sketch.df("once7")]
+    small = TermSketch()
+    small.add_words({"rare"})
+    assert TermSketch.from_text(small.to_text(), 1).held_bytes() < sketch.held_bytes()

@@ -45,6 +45,8 @@ class CompilerSettings:
     final: FinalSettings
     #: The caller's window and output limit for the model; they win over the capability map.
     model_limits: ModelLimits | None = None
+    #: What the compiler's caches may hold, in bytes of real memory.
+    cache_bytes: int = config.DEFAULT_CACHE_BYTES
 
     @classmethod
     def build(
@@ -68,6 +70,7 @@ class CompilerSettings:
         preflight_analyst_model: str | None,
         memory_text_max_chars: TextCapSetting,
         model_limits: ModelLimits | None = None,
+        cache_bytes: int = config.DEFAULT_CACHE_BYTES,
     ) -> CompilerSettings:
         """Check every option (the constructor's keywords); raises
         :class:`~membrane.InvalidInputError` naming the bad one."""
@@ -77,6 +80,7 @@ class CompilerSettings:
         check_fraction("index_share", index_share, allow_zero=True)
         check_non_negative_int("message_overhead_tokens", message_overhead_tokens)
         check_positive_int("keyframe_tokens", keyframe_tokens)
+        check_non_negative_int("cache_bytes", cache_bytes)
         check_scale(token_scale)
         check_text(core_content, "core_content")
         _check_limits(model_limits)
@@ -105,6 +109,7 @@ class CompilerSettings:
                 message_overhead_tokens=message_overhead_tokens,
             ),
             model_limits=model_limits,
+            cache_bytes=cache_bytes,
         )
 
     def capabilities(self) -> ModelCapabilities | None:

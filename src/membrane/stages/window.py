@@ -13,6 +13,7 @@ saved state is missing, unusable or does not describe these messages.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -32,21 +33,18 @@ from membrane.stages.history import (
 from membrane.stages.values import Budget, HistoryRequest, TurnText
 from membrane.text.keyframes import keyframe
 from membrane.text.relevance import CombinedStats, TermStats
-from membrane.text.sketch import TermSketch
 
 __all__ = ["HistoryWindow", "WindowInput", "WindowPlanner", "WindowSettings", "tracker_bytes"]
 
 MAX_CONVERSATIONS = 512
-#: What the trackers of one planner may hold together, by :func:`tracker_bytes`' estimate.
-MAX_TRACKER_BYTES = 256 * 2**20
+#: What one planner's trackers and system texts may hold together (an eighth for the texts).
+MAX_TRACKER_BYTES = 96 * 2**20
 #: A worker replays a history this short itself rather than read the state store for it.
 SHORT_HISTORY_MESSAGES = 16
 _FIELD = "conversation_messages"
 # Why a tracker was replayed when the messages it (or the stored snapshot) saw were changed.
 _REWRITTEN = frozenset({"edited", "prefix"})
 _WINDOW_FIELDS = ("share", "events", "room", "tracker")
-# A dropped passage in memory: its text, its sentences again, its postings (about forty words).
-_PASSAGE_BYTES = 3_000
 # What restore_tracker found wrong with a snapshot that matches the messages' units.
 _WRONG = {
     "counts": "token counts are not those of the caller's messages",
@@ -119,18 +117,19 @@ class WindowInput:
 class WindowPlanner:
     """Plans each turn's history window; keeps one tracker per conversation between turns.
 
-    Both caches are bounded by entries and by bytes (:func:`tracker_bytes` estimates a
-    tracker; a cached system text counts its length), the least recently used leaving first.
+    Both caches are bounded by entries and by bytes, ``max_bytes`` together (an eighth for the
+    system texts; :func:`tracker_bytes` counts a tracker), the least recently used leaving
+    first.
     """
 
     def __init__(self, max_bytes: int = MAX_TRACKER_BYTES) -> None:
         self._trackers: LRUCache[tuple[str, int, int, str], HistoryTracker] = LRUCache(
-            MAX_CONVERSATIONS, max_bytes=max_bytes, size=tracker_bytes
+            MAX_CONVERSATIONS, max_bytes=max_bytes - max_bytes // 8, size=tracker_bytes
         )
         # Per conversation: the last system text with its index (see _system_text).
         self._system_texts: LRUCache[
             str, tuple[HistoryTracker, tuple[str, str, int, int], str, int]
-        ] = LRUCache(MAX_CONVERSATIONS, max_bytes=max_bytes, size=lambda v: 200 + len(v[2]))
+        ] = LRUCache(MAX_CONVERSATIONS, max_bytes=max_bytes // 8, size=_system_text_bytes)
 
     def plan(self, given: WindowInput, state: StateView, settings: WindowSettings) -> HistoryWindow:
         if given.history.pinned:
@@ -259,22 +258,13 @@ class WindowPlanner:
 
 
 def tracker_bytes(tracker: HistoryTracker) -> int:
-    """About how many bytes ``tracker`` holds (its own objects, not the messages' texts).
+    """The bytes ``tracker`` holds, counted generously (see :meth:`HistoryTracker.held_bytes`)."""
+    return tracker.held_bytes()
 
-    Per unit its bounds, count and key; per index line and passage their text and objects,
-    a passage's postings included; plus the statistics' fixed size.
-    """
-    stats = tracker.stats
-    fixed = stats.approx_bytes() if isinstance(stats, TermSketch) else 0
-    lines = sum(len(line.text) for line in tracker.lines)
-    return (
-        1_000
-        + fixed
-        + 250 * len(tracker.bounds)
-        + 150 * len(tracker.lines)
-        + lines
-        + (_PASSAGE_BYTES * len(tracker.passages))
-    )
+
+def _system_text_bytes(cached: tuple[HistoryTracker, tuple[str, str, int, int], str, int]) -> int:
+    # The text, and the entry's tuples and numbers (the tracker and the core are held elsewhere).
+    return sys.getsizeof(cached[2]) + 300
 
 
 def _line_room(share: int, settings: WindowSettings) -> int:

@@ -31,6 +31,7 @@ __all__ = ["SKETCH_WIDTH", "TermSketch"]
 SKETCH_WIDTH = 8192
 _ROWS = 2
 _MAX_COUNT = 0xFFFF
+_BYTE_MAX = 0xFF
 _RAW_BYTES = 2 * _ROWS * SKETCH_WIDTH
 
 
@@ -83,7 +84,9 @@ class TermSketch(TermStats):
     __slots__ = ("_counts", "_rarities")
 
     def __init__(self, documents: Iterable[str] = ()) -> None:
-        self._counts = array("H", bytes(_RAW_BYTES))
+        # One byte a counter until one would pass 255 (few conversations get there), then two:
+        # a conversation keeps its sketch as long as it lives.
+        self._counts = array("B", bytes(_RAW_BYTES // 2))
         # The rarity of each document frequency met so far, for one number of documents.
         # Replaced whole, never changed for another count, so threads reading it stay right.
         self._rarities: tuple[int, dict[int, float]] = (-1, {})
@@ -100,6 +103,8 @@ class TermSketch(TermStats):
             a, b = remembered(word) or _buckets(word)
             x, y = counts[a], counts[b]
             low = x if x < y else y
+            if low == _BYTE_MAX and counts.typecode == "B":
+                counts = self._counts = array("H", counts)
             if low < _MAX_COUNT:
                 if x == low:
                     counts[a] = low + 1
@@ -143,9 +148,10 @@ class TermSketch(TermStats):
             out.append(x if x < y else y)
         return out
 
-    def approx_bytes(self) -> int:
-        """Memory held, about: the counters."""
-        return _RAW_BYTES + 100
+    def held_bytes(self) -> int:
+        """The bytes the sketch holds: its counters, and the rarities met so far."""
+        known = self._rarities[1]
+        return sys.getsizeof(self._counts) + 200 + sys.getsizeof(known) + 60 * len(known)
 
     def to_text(self) -> str:
         """The counters, little-endian, deflated and in base64 (a few KiB)."""
@@ -170,10 +176,12 @@ class TermSketch(TermStats):
         if len(raw) != _RAW_BYTES:
             raise ValueError(f"the term sketch holds {len(raw)} bytes, expected {_RAW_BYTES}")
         sketch = cls()
-        sketch._counts = array("H", raw)
+        counts = array("H", raw)
         if sys.byteorder == "big":
-            sketch._counts.byteswap()
-        if max(sketch._counts) > documents:
+            counts.byteswap()
+        highest = max(counts)
+        if highest > documents:
             raise ValueError("a term sketch counter is above its number of documents")
+        sketch._counts = array("B", counts) if highest <= _BYTE_MAX else counts
         sketch.documents = documents
         return sketch

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import string
+import sys
 import threading
 from collections.abc import Hashable, Sequence
 from typing import Generic, Protocol, TypeVar, runtime_checkable
@@ -12,6 +13,7 @@ from typing import Generic, Protocol, TypeVar, runtime_checkable
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
 
 __all__ = [
+    "DEFAULT_COUNT_MEMO_BYTES",
     "CharacterEstimateCounter",
     "MemoizedCounter",
     "TiktokenAdapter",
@@ -113,24 +115,30 @@ K = TypeVar("K", bound=Hashable)
 
 
 class _Generations(Generic[K]):
-    """Counts by key, at most ``max_entries`` of them, forgotten oldest half first.
+    """Counts by key, at most ``max_entries`` of them holding at most ``max_bytes``, forgotten
+    oldest half first.
 
-    Two generations: new counts go to the young one; when it holds half the bound, the old
-    one is dropped and the young one takes its place. A count found in the old generation
+    Two generations: new counts go to the young one; when it holds half of either bound, the
+    old one is dropped and the young one takes its place. A count found in the old generation
     moves to the young one, so what is still in use survives the next drop, and a full memo
     never forgets everything at once (a long-lived process would recount a whole prompt).
-    Reads take no lock (each is one lookup per generation); writes take one, so the bound
-    holds under threads.
+    An entry's bytes are its key's (its strings, counted even when the caller holds them too)
+    and :data:`_SLOT_BYTES`; a key too large for half the bytes is not kept. Reads take no
+    lock (each is one lookup per generation); writes take one, so the bounds hold under
+    threads.
     """
 
-    __slots__ = ("_half", "_keep_old", "_lock", "old", "young")
+    __slots__ = ("_half", "_half_bytes", "_keep_old", "_lock", "held", "old", "young")
 
-    def __init__(self, max_entries: int) -> None:
+    def __init__(self, max_entries: int, max_bytes: int) -> None:
         self._half = max(max_entries // 2, 1)
+        self._half_bytes = max_bytes // 2
         self._keep_old = 2 * self._half <= max_entries  # not for a bound of one
         self._lock = threading.Lock()
         self.young: dict[K, int] = {}
         self.old: dict[K, int] = {}
+        # The bytes of each generation's entries: (young, old).
+        self.held = (0, 0)
 
     def get(self, key: K) -> int | None:
         n = self.young.get(key)
@@ -141,13 +149,38 @@ class _Generations(Generic[K]):
         return n
 
     def put(self, key: K, n: int) -> None:
+        cost = _key_bytes(key) + _SLOT_BYTES
+        if cost > self._half_bytes:
+            return
         with self._lock:
-            if len(self.young) >= self._half:
+            young, old = self.held
+            if len(self.young) >= self._half or young + cost > self._half_bytes:
                 self.old, self.young = (self.young if self._keep_old else {}), {}
+                young, old = 0, (young if self._keep_old else 0)
             self.young[key] = n
+            self.held = (young + cost, old)
 
     def __len__(self) -> int:
         return len(self.young) + len(self.old)
+
+    def shrink(self, max_bytes: int) -> None:
+        """Hold at most ``max_bytes`` from now on (what is held now is forgotten)."""
+        with self._lock:
+            self._half_bytes = min(self._half_bytes, max_bytes // 2)
+            self.young, self.old = {}, {}
+            self.held = (0, 0)
+
+
+# A memo entry besides its key: the dictionary's slot (its share of the table) and the count.
+_SLOT_BYTES = 60
+#: What one counter's memo may hold (its texts and lines) unless told otherwise.
+DEFAULT_COUNT_MEMO_BYTES = 32 * 2**20
+
+
+def _key_bytes(key: object) -> int:
+    if isinstance(key, tuple):
+        return sys.getsizeof(key) + sum(map(sys.getsizeof, key))
+    return sys.getsizeof(key)
 
 
 class MemoizedCounter:
@@ -156,22 +189,38 @@ class MemoizedCounter:
     For a counter that declares ``splits_at_line_starts`` (the bundled tiktoken encodings), a
     long text is counted line by line and sentence by sentence, so a prompt that reuses most
     of last turn's lines costs only its new lines. The memo holds at most ``max_entries``
-    texts (and as many lines with their breaks): when full it forgets the half used least
-    recently (see :class:`_Generations`), which keeps memory flat in a long-lived process.
+    texts (and as many lines with their breaks) in at most ``max_bytes`` (half for the texts,
+    half for the lines): when full it forgets the half used least recently (see
+    :class:`_Generations`), which keeps memory flat in a long-lived process.
     Threads may share one: a count is a function of the text alone, the memo is read without
     a lock and written under one.
     """
 
-    def __init__(self, inner: TokenCounter, max_entries: int = 50_000) -> None:
+    def __init__(
+        self,
+        inner: TokenCounter,
+        max_entries: int = 50_000,
+        max_bytes: int = DEFAULT_COUNT_MEMO_BYTES,
+    ) -> None:
         self.inner = inner
-        self._texts: _Generations[str] = _Generations(max_entries)
+        self._texts: _Generations[str] = _Generations(max_entries, max_bytes // 2)
         # (line, breaks after it) -> tokens
-        self._lines: _Generations[tuple[str, str]] = _Generations(max_entries)
+        self._lines: _Generations[tuple[str, str]] = _Generations(max_entries, max_bytes // 2)
         self._by_lines = bool(getattr(inner, "splits_at_line_starts", False))
 
     def __len__(self) -> int:
         """How many texts the memo holds now."""
         return len(self._texts)
+
+    def shrink(self, max_bytes: int) -> None:
+        """Hold at most ``max_bytes`` from now on, forgetting every count held now."""
+        self._texts.shrink(max_bytes // 2)
+        self._lines.shrink(max_bytes // 2)
+
+    @property
+    def held_bytes(self) -> int:
+        """The bytes the memo's entries hold, by its own count (see :class:`_Generations`)."""
+        return sum(self._texts.held) + sum(self._lines.held)
 
     @property
     def name(self) -> str:

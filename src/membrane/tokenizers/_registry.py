@@ -7,13 +7,17 @@ import threading
 from typing import ClassVar
 
 from membrane.tokenizers._counters import (
+    DEFAULT_COUNT_MEMO_BYTES,
     CharacterEstimateCounter,
     MemoizedCounter,
     TiktokenAdapter,
     TokenCounter,
 )
 
-__all__ = ["CounterChoice", "TokenizerRegistry"]
+__all__ = ["MAX_MEMOS", "CounterChoice", "TokenizerRegistry"]
+
+#: How many counters' memos a compiler keeps (a per-call registry may bring another).
+MAX_MEMOS = 4
 
 _DEFAULT_COUNTER = TiktokenAdapter("cl100k_base")
 
@@ -76,17 +80,24 @@ class TokenizerRegistry:
 
 class CounterChoice:
     """Which counter a compiler counts with, memoised: a registry's for the model (the call's,
-    else the compiler's), else the compiler's own ``token_counter``, else ``cl100k_base``."""
+    else the compiler's), else the compiler's own ``token_counter``, else ``cl100k_base``.
+
+    The memos of the last :data:`MAX_MEMOS` counters used are kept, sharing ``memo_bytes``
+    equally (a compiler almost always counts with one; when another comes, the memos kept are
+    emptied into their smaller shares).
+    """
 
     def __init__(
         self,
         model_id: str | None,
         registry: TokenizerRegistry | None,
         counter: TokenCounter | None,
+        memo_bytes: int = DEFAULT_COUNT_MEMO_BYTES,
     ) -> None:
         self.model_id = model_id
         self.registry = registry
         self.counter = counter
+        self._memo_bytes = memo_bytes
         self._memos: dict[int, MemoizedCounter] = {}
 
     def for_call(self, registry: TokenizerRegistry | None = None) -> MemoizedCounter:
@@ -98,6 +109,17 @@ class CounterChoice:
             base = self.counter if self.counter is not None else _DEFAULT_COUNTER
         memo = self._memos.get(id(base))
         if memo is None or memo.inner is not base:
-            memo = MemoizedCounter(base)
-            self._memos[id(base)] = memo
+            memos = self._memos
+            memos.pop(id(base), None)
+            if len(memos) >= MAX_MEMOS:
+                del memos[next(iter(memos))]
+            share = self._memo_bytes // (len(memos) + 1)
+            for kept in memos.values():
+                kept.shrink(share)
+            memo = memos[id(base)] = MemoizedCounter(base, max_bytes=share)
         return memo
+
+    @property
+    def held_bytes(self) -> int:
+        """What the memos hold now, by their own count."""
+        return sum(memo.held_bytes for memo in list(self._memos.values()))

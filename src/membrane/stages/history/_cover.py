@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from membrane.memo import mapping_bytes, memoised
-from membrane.stages.history._passages import Passage, Postings, RecalledPassage, stated_memo
+from membrane.stages.history._passages import PassageList, RecalledPassage, stated_memo
+from membrane.stages.history._postings import PostingIndex
 from membrane.stages.history._score import MAX_POSTINGS_SCANNED, telling_words
 from membrane.stages.history._speakers import NO_WRITERS, Writers
 from membrane.text.relevance import (
@@ -37,13 +38,15 @@ MIN_HELD_WORDS = 2
 class RecallSource(Protocol):
     """What recall reads of the history tracker (:class:`._cut.HistoryTracker`)."""
 
-    passages: list[Passage]
-    postings: Postings
+    passages: PassageList
+    postings: PostingIndex
     stats: TermStats
 
     def score_passages(self, query: str, writers: Writers = ...) -> dict[int, float]: ...
 
     def recalled(self, pid: int) -> RecalledPassage: ...
+
+    def recalled_tokens(self, pid: int) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,8 @@ unit the cut drops is handed to the index (:mod:`._index`) and to recall (:mod:`
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -39,15 +41,15 @@ from membrane.messages import (
     tool_call_labels,
     writer_name,
 )
+from membrane.prompt_text import recalled_line
 from membrane.stages.history._index import IndexLine, index_line
 from membrane.stages.history._passages import (
-    Passage,
-    Postings,
+    PassageList,
     RecalledPassage,
-    add_postings,
     passages_of,
     recalled_whole,
 )
+from membrane.stages.history._postings import PostingIndex
 from membrane.stages.history._score import score_passages
 from membrane.stages.history._shared import Count
 from membrane.stages.history._speakers import NO_WRITERS, Writers
@@ -55,7 +57,33 @@ from membrane.text.relevance import TermStats, content_word_set, content_words
 from membrane.text.sentences import split_sentences
 from membrane.text.sketch import TermSketch
 
-__all__ = ["CutEvent", "HistoryTracker", "reference_cut", "session_gap", "unit_key"]
+__all__ = [
+    "MAX_RECALLED_COUNTS",
+    "MAX_RECALLED_KEPT",
+    "CutEvent",
+    "HistoryTracker",
+    "reference_cut",
+    "session_gap",
+    "unit_key",
+]
+
+# What :meth:`HistoryTracker.held_bytes` counts for each kind of thing a tracker keeps, besides
+# its text, measured (sys.getsizeof) and rounded up: the tracker itself; a unit (its bounds
+# tuple and two ints, its token count, its 16-byte digest, three list slots); a cut event; an
+# index line's object, picks and numbers; a recalled passage's object, number and dict slot;
+# a score kept for the next look-up. Passages and postings count their own bytes.
+_TRACKER_BYTES = 2_000
+#: How many recalled passages a tracker keeps ready (their lines and counts).
+MAX_RECALLED_KEPT = 16
+#: How many recalled passages' counts a tracker keeps.
+MAX_RECALLED_COUNTS = 4096
+# A kept count: the dict slot and the int.
+_COUNT_BYTES = 130
+_UNIT_BYTES = 260
+_EVENT_BYTES = 130
+_LINE_BYTES = 260
+_RECALLED_BYTES = 220
+_SCORE_BYTES = 110
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +136,20 @@ def _sentence_words(text: str) -> list[str]:
     return [w for sentence in split_sentences(text) for w in content_words(sentence)]
 
 
-def unit_key(messages: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str], ...]:
-    # The texts themselves rather than a hash of them: a message passed again is usually the
-    # same string object, which compares equal at once.
-    return tuple(message_key(m) for m in messages)
+def unit_key(messages: Sequence[Mapping[str, Any]]) -> bytes:
+    """A 16-byte digest of the messages' roles and texts (BLAKE2b, each field length-prefixed).
+
+    A digest, not the texts: a tracker lives as long as its conversation, and keeping the
+    texts would keep every message a caller ever passed (a server reads each turn's history
+    afresh) alive with it.
+    """
+    digest = hashlib.blake2b(digest_size=16)
+    for message in messages:
+        for field_text in message_key(message):
+            data = field_text.encode("utf-8", "surrogatepass")
+            digest.update(len(data).to_bytes(8, "little"))
+            digest.update(data)
+    return digest.digest()
 
 
 @dataclass
@@ -136,7 +174,7 @@ class HistoryTracker:
     keyframe_tokens: int
     bounds: list[tuple[int, int]] = field(default_factory=list)
     unit_tokens: list[int] = field(default_factory=list)
-    unit_keys: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
+    unit_keys: list[bytes] = field(default_factory=list)
     cut: int = 0
     kept_tokens: int = 0
     total_tokens: int = 0
@@ -146,17 +184,24 @@ class HistoryTracker:
     session_moves: int = 0
     mid_session_moves: int = 0
     lines: list[IndexLine] = field(default_factory=list)
-    passages: list[Passage] = field(default_factory=list)
-    postings: Postings = field(default_factory=dict)
+    passages: PassageList = field(default_factory=PassageList)
+    postings: PostingIndex = field(init=False)
     #: Some dropped message names its writer (its ``name`` field; see ``_speakers``).
     has_writers: bool = False
     stats: TermStats = field(default_factory=TermSketch)
     resumed_events: int = 0
     #: The serial of the history validation whose messages it last read (see :meth:`matches`).
     proof_serial: int | None = None
-    # pid -> the passage recalled whole
+    # pid -> the passage recalled whole, for the last MAX_RECALLED_KEPT passages recalled
     _recalled: dict[int, RecalledPassage] = field(default_factory=dict)
+    # pid -> its recalled line's tokens, for up to MAX_RECALLED_COUNTS passages
+    _recalled_tokens: dict[int, int] = field(default_factory=dict)
     _last_scores: tuple[tuple[str, int, int, Writers], dict[int, float]] | None = None
+    # The bytes of the recalled passages kept, as they are added.
+    _recalled_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        self.postings = PostingIndex(self.passages)
 
     @property
     def seen_messages(self) -> int:
@@ -239,6 +284,7 @@ class HistoryTracker:
                 self._cut(len(self.bounds) - 1, messages)
         if new_session:
             self._session_boundary(len(self.bounds), messages)
+        self.postings.seal()
 
     def _cut(self, newest: int, messages: Sequence[Mapping[str, Any]]) -> None:
         dropped = 0
@@ -302,7 +348,7 @@ class HistoryTracker:
             self.has_writers = self.has_writers or writer is not None
             for passage in passages_of(unit, start + offset, label, text, writer):
                 if post:
-                    add_postings(self.postings, len(self.passages), passage)
+                    self.postings.add(len(self.passages), passage)
                 self.passages.append(passage)
             spoken.append((start + offset, label, text))
         return spoken
@@ -324,8 +370,58 @@ class HistoryTracker:
         """Passage ``pid`` recalled whole (its tokens count the line break after it)."""
         known = self._recalled.get(pid)
         if known is None:
-            known = self._recalled[pid] = recalled_whole(pid, self.passages[pid], self.count)
+            if len(self._recalled) >= MAX_RECALLED_KEPT:
+                self._recalled.clear()
+                self._recalled_bytes = 0
+            tokens = self._recalled_tokens.get(pid)
+            passage = self.passages[pid]
+            if tokens is None:
+                known = recalled_whole(pid, passage, self.count)
+                self._keep_tokens(pid, known.tokens)
+            else:
+                line = recalled_line(passage.role, passage.text)
+                known = RecalledPassage(pid, passage.role, line, tokens)
+            self._recalled[pid] = known
+            self._recalled_bytes += _RECALLED_BYTES + sys.getsizeof(known.text)
         return known
+
+    def recalled_tokens(self, pid: int) -> int:
+        """The tokens of passage ``pid`` recalled whole, without keeping its line."""
+        tokens = self._recalled_tokens.get(pid)
+        return self.recalled(pid).tokens if tokens is None else tokens
+
+    def _keep_tokens(self, pid: int, tokens: int) -> None:
+        # Recall weighs a few dozen candidates a turn, often the same ones turn after turn: their
+        # counts are kept (a number each), their lines only for the few sent lately.
+        if len(self._recalled_tokens) >= MAX_RECALLED_COUNTS:
+            self._recalled_tokens.clear()
+        self._recalled_tokens[pid] = tokens
+
+    def held_bytes(self) -> int:
+        """The bytes this tracker holds, counted generously (objects shared with others, such
+        as interned words and the labels of roles, counted as its own).
+
+        Per unit its bounds, count and digest; per cut event, index line, passage and
+        recalled passage their objects and text; the postings; the statistics' counters.
+        """
+        stats = self.stats
+        stats_bytes = stats.held_bytes() if isinstance(stats, TermSketch) else 0
+        lines = sum(
+            _LINE_BYTES + sys.getsizeof(line.text) + 8 * len(line.picks) for line in self.lines
+        )
+        scores = len(self._last_scores[1]) if self._last_scores is not None else 0
+        return (
+            _TRACKER_BYTES
+            + stats_bytes
+            + _UNIT_BYTES * len(self.bounds)
+            + _EVENT_BYTES * len(self.events)
+            + lines
+            + self.passages.bytes()
+            + self._recalled_bytes
+            + _COUNT_BYTES * len(self._recalled_tokens)
+            + self.postings.bytes()
+            + _SCORE_BYTES * scores
+        )
 
     def score_passages(self, query: str, writers: Writers = NO_WRITERS) -> dict[int, float]:
         """Relevance of each dropped passage to ``query``; see :func:`._score.score_passages`."""

@@ -6,10 +6,12 @@ content word's stem and a weight) is what recall's inverted index files it under
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 from membrane.memo import key_bytes, mapping_bytes, memoised
 from membrane.prompt_text import recalled_line
@@ -19,10 +21,10 @@ from membrane.text.sentences import depends_on_previous, is_question, split_sent
 
 __all__ = [
     "PASSAGE_WORDS",
+    "QUESTION_WEIGHT",
     "Passage",
-    "Postings",
+    "PassageList",
     "RecalledPassage",
-    "add_postings",
     "passages_of",
     "recalled_whole",
     "sentence_stems",
@@ -31,10 +33,8 @@ __all__ = [
 ]
 
 PASSAGE_WORDS = 60
-_QUESTION_WEIGHT = 0.5
-
-# word -> (pid, message, sentence weight) of each passage holding it, in pid order
-Postings = dict[str, list[tuple[int, int, float]]]
+#: What a word weighs in a passage when only a question states it (any other weighs 1).
+QUESTION_WEIGHT = 0.5
 
 
 class Passage(NamedTuple):
@@ -42,16 +42,109 @@ class Passage(NamedTuple):
 
     Not counted: a passage is counted (:func:`recalled_whole`) only when it is recalled. A
     named tuple, not a frozen dataclass: a joining worker re-derives thousands at once, and a
-    tuple is made several times faster.
+    tuple is made several times faster. Its sentences are kept as their lengths in ``text``
+    (where single spaces join them), not as strings of their own: a conversation keeps every
+    dropped passage, and the text once is enough.
     """
 
     unit: int
     message: int
     role: str
     text: str
-    sentences: tuple[str, ...]
+    #: The length of each sentence of ``text``, in order.
+    lengths: tuple[int, ...]
     #: The message's own ``name`` (who wrote it), when it has one (see ``_speakers``).
     writer: str | None = None
+
+    @property
+    def sentences(self) -> tuple[str, ...]:
+        """The passage's sentences, in order."""
+        text, start, out = self.text, 0, []
+        for n in self.lengths:
+            out.append(text[start : start + n])
+            start += n + 1
+        return tuple(out)
+
+
+class PassageList(Sequence[Passage]):
+    """A conversation's dropped passages, kept in columns: about 40 bytes a passage besides
+    its text, where a list of named tuples spent about 220. Reading one builds its
+    :class:`Passage`; :meth:`message` reads a passage's message alone (recall's hot path)."""
+
+    __slots__ = (
+        "_ends",
+        "_label_ids",
+        "_labels",
+        "_lengths",
+        "_roles",
+        "_texts",
+        "_units",
+        "_writers",
+        "messages",
+    )
+
+    def __init__(self) -> None:
+        self._units = array("I")
+        self.messages = array("I")
+        self._roles = array("I")
+        self._texts: list[str] = []
+        self._lengths = array("I")
+        # Where each passage's sentence lengths end in ``_lengths``.
+        self._ends = array("I")
+        # The distinct speaker labels, and each one's place among them.
+        self._labels: list[str] = []
+        self._label_ids: dict[str, int] = {}
+        self._writers: dict[int, str] = {}
+
+    def append(self, passage: Passage) -> None:
+        role_id = self._label_ids.get(passage.role)
+        if role_id is None:
+            role_id = self._label_ids[passage.role] = len(self._labels)
+            self._labels.append(passage.role)
+        if passage.writer is not None:
+            self._writers[len(self._texts)] = passage.writer
+        self._units.append(passage.unit)
+        self.messages.append(passage.message)
+        self._roles.append(role_id)
+        self._texts.append(passage.text)
+        self._lengths.extend(passage.lengths)
+        self._ends.append(len(self._lengths))
+
+    def message(self, pid: int) -> int:
+        """The message passage ``pid`` comes from (its index in the history)."""
+        return self.messages[pid]
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    @overload
+    def __getitem__(self, pid: int) -> Passage: ...
+
+    @overload
+    def __getitem__(self, pid: slice) -> list[Passage]: ...
+
+    def __getitem__(self, pid: int | slice) -> Passage | list[Passage]:
+        if isinstance(pid, slice):
+            return [self[i] for i in range(*pid.indices(len(self)))]
+        if pid < 0:
+            pid += len(self)
+        start = self._ends[pid - 1] if pid > 0 else 0
+        return Passage(
+            self._units[pid],
+            self.messages[pid],
+            self._labels[self._roles[pid]],
+            self._texts[pid],
+            tuple(self._lengths[start : self._ends[pid]]),
+            self._writers.get(pid),
+        )
+
+    def bytes(self) -> int:
+        """The bytes held: each text, the columns, the labels and writers (counted as own)."""
+        columns = (self._units, self.messages, self._roles, self._lengths, self._ends)
+        arrays = sum(sys.getsizeof(column) for column in columns)
+        texts = sys.getsizeof(self._texts) + sum(map(sys.getsizeof, self._texts))
+        labels = sum(map(sys.getsizeof, self._labels)) + 150 * len(self._labels)
+        return arrays + texts + labels + 200 * len(self._writers) + 400
 
 
 def passages_of(
@@ -65,7 +158,7 @@ def passages_of(
     def flush() -> None:
         if bucket:
             body = " ".join(bucket)
-            out.append(Passage(unit, message, role, body, tuple(bucket), writer))
+            out.append(Passage(unit, message, role, body, tuple(map(len, bucket)), writer))
 
     for sentence in split_sentences(text):
         n = len(sentence.split())
@@ -75,7 +168,7 @@ def passages_of(
             tokens = sentence.split()
             for i in range(0, len(tokens), PASSAGE_WORDS):
                 piece = " ".join(tokens[i : i + PASSAGE_WORDS])
-                out.append(Passage(unit, message, role, piece, (piece,), writer))
+                out.append(Passage(unit, message, role, piece, (len(piece),), writer))
             continue
         if words and words + n > PASSAGE_WORDS * 1.5:
             flush()
@@ -108,7 +201,7 @@ def stated_words(sentences: Sequence[str]) -> dict[str, float]:
             continue  # what a request leans on is part of the request
         if sentence.question or leaned_on:
             for w in sentence.stems:
-                weights.setdefault(w, _QUESTION_WEIGHT)
+                weights.setdefault(w, QUESTION_WEIGHT)
         else:
             weights.update(dict.fromkeys(sentence.stems, 1.0))
     return weights
@@ -146,18 +239,6 @@ def stated_memo(sentences: tuple[str, ...]) -> Mapping[str, float]:
     # Memoised: a passage's words are read again whenever a query matches it, a
     # kept message's on every turn that checks the window.
     return MappingProxyType(stated_words(sentences))
-
-
-def add_postings(postings: Postings, pid: int, passage: Passage) -> None:
-    """File passage ``pid`` under each word it states (a question's words count half)."""
-    message = passage.message
-    known = postings.get
-    for w, weight in stated_memo(passage.sentences).items():
-        posting = known(w)
-        if posting is None:
-            postings[w] = [(pid, message, weight)]
-        else:
-            posting.append((pid, message, weight))
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,7 +81,7 @@ def _all_fit(
     ):
         return False
     # With this much room, the loop in select_passages never stops early nor cuts a passage.
-    total = sum(tracker.recalled(pid).tokens for pid in ranked)
+    total = sum(tracker.recalled_tokens(pid) for pid in ranked)
     return total + _MIN_USEFUL_PASSAGE_TOKENS <= budget
 
 
@@ -132,8 +132,9 @@ def select_passages(
     for pid in ranked[:_MAX_RECALL_CANDIDATES]:
         if budget - used < _MIN_USEFUL_PASSAGE_TOKENS or len(chosen) == max_passages:
             break
-        recalled = tracker.recalled(pid)
-        if used + recalled.tokens > budget:
+        if used + tracker.recalled_tokens(pid) <= budget:
+            recalled = tracker.recalled(pid)
+        else:
             passage = tracker.passages[pid]
             sentence = _best_sentence(passage, telling)
             line = recalled_line(passage.role, f"… {sentence} …")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from membrane.stages.history._passages import Passage, Postings
+from membrane.stages.history._passages import Passage
+from membrane.stages.history._postings import Posting, PostingIndex
 from membrane.stages.history._speakers import Writers
 from membrane.text.relevance import (
     TermStats,
@@ -29,7 +30,7 @@ _MAX_QUERY_WORDS = 16
 
 
 def _gains(
-    posting: list[tuple[int, int, float]],
+    posting: Posting,
     weight: float,
     own: dict[int, float],
     context: dict[int, float],
@@ -37,12 +38,13 @@ def _gains(
     """Add one query word's gain to each passage holding it and to its message's best."""
     # A message's passages have consecutive pids, so its entries are adjacent here:
     # its best gain for this word is complete when the next message starts.
-    current, best = posting[0][1], 0.0
+    current, best = -1, 0.0
     for pid, message, sentence_weight in posting:
         gain = weight * sentence_weight
         own[pid] = own.get(pid, 0.0) + gain
         if message != current:
-            context[current] = context.get(current, 0.0) + best
+            if current >= 0:
+                context[current] = context.get(current, 0.0) + best
             current, best = message, gain
         elif gain > best:
             best = gain
@@ -83,7 +85,7 @@ def _telling_now(query: str, stats: TermStats) -> dict[str, float]:
 
 def score_passages(
     passages: Sequence[Passage],
-    postings: Postings,
+    postings: PostingIndex,
     stats: TermStats,
     query: str,
     writers: Writers | None = None,

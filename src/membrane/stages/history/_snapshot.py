@@ -25,7 +25,8 @@ the snapshot too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -34,7 +35,8 @@ from membrane.errors import InvalidInputError
 from membrane.messages import HistoryVersion, group_units, prefix_digest
 from membrane.stages.history._cut import CutEvent, HistoryTracker, unit_key
 from membrane.stages.history._index import IndexLine
-from membrane.stages.history._passages import Passage, sentence_stems, stated_words
+from membrane.stages.history._passages import PassageList, sentence_stems, stated_memo
+from membrane.stages.history._postings import Entry, Posting, PostingIndex
 from membrane.stages.history._rederive import (
     ImageTokens,
     LineRecipe,
@@ -283,7 +285,7 @@ def restore_tracker(
     tracker.bounds = bounds
     tracker.unit_tokens = [0] * cut + kept
     tracker.unit_keys = [
-        unit_key(messages[a:b]) if u == 0 or u >= cut else () for u, (a, b) in enumerate(bounds)
+        unit_key(messages[a:b]) if u == 0 or u >= cut else b"" for u, (a, b) in enumerate(bounds)
     ]
     tracker.cut = cut
     tracker.kept_tokens = sum(kept)
@@ -350,7 +352,7 @@ def _session_agrees(
     return stored <= snapshot.total_tokens
 
 
-class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
+class RestoredPostings(PostingIndex):
     """A restored tracker's postings: those of its re-derived passages are found per word.
 
     Recall looks up a turn's few most telling words, so filing every word of every dropped
@@ -363,42 +365,49 @@ class RestoredPostings(dict[str, list[tuple[int, int, float]]]):
     scans keeps only the first of them past that limit (recall skips it either way).
     """
 
-    def __init__(self, passages: Sequence[Passage], restored: int) -> None:
-        super().__init__()
-        self._passages = passages
+    def __init__(self, passages: PassageList, restored: int) -> None:
+        super().__init__(passages)
+        self._restored_passages = passages
         self._restored = restored
-        self._looked_up: set[str] = set()
+        # The restored passages' entries of each word looked up so far.
+        self._early: dict[str, list[Entry]] = {}
         self._lowered: list[str | None] | None = None
-        self._stated: dict[int, dict[str, float]] = {}
 
-    def get(self, word: str, default: Any = None) -> Any:
-        if word not in self._looked_up:
-            self._looked_up.add(word)
-            early = self._find(word)
-            if early:
-                self[word] = early + super().get(word, [])
-        return super().get(word, default)
+    def get(self, word: str, default: Posting | None = None) -> Posting | None:
+        early = self._early.get(word)
+        if early is None:
+            early = self._early[word] = self._find(word)
+        runs = self.runs(word)
+        if not early and not runs:
+            return default
+        return Posting(self._restored_passages.messages, early, runs)
 
-    def _find(self, word: str) -> list[tuple[int, int, float]]:
+    def __iter__(self) -> Iterator[str]:
+        yield from (word for word, early in self._early.items() if early)
+        yield from (word for word in super().__iter__() if not self._early.get(word))
+
+    def bytes(self) -> int:
+        lowered = self._lowered or ()
+        early = sum(100 + 100 * len(entries) for entries in self._early.values())
+        return super().bytes() + early + sum(map(sys.getsizeof, lowered))
+
+    def _find(self, word: str) -> list[Entry]:
+        passages = self._restored_passages
         if self._lowered is None:
             self._lowered = [
-                p.text.lower() if p.text.isascii() else None
-                for p in self._passages[: self._restored]
+                p.text.lower() if p.text.isascii() else None for p in passages[: self._restored]
             ]
         found = []
         prefix = stem_letters(word)
         for pid, lowered in enumerate(self._lowered):
             if lowered is not None and prefix not in lowered:
                 continue
-            stated = self._stated.get(pid)
-            if stated is None:
-                sentences = self._passages[pid].sentences
-                if not _has_stem(sentences, word, prefix):
-                    continue  # most passages the letters match: stated_words is dearer
-                stated = self._stated[pid] = stated_words(sentences)
-            weight = stated.get(word)
+            sentences = passages[pid].sentences
+            if not _has_stem(sentences, word, prefix):
+                continue  # most passages the letters match: stated_words is dearer
+            weight = stated_memo(sentences).get(word)
             if weight is not None:
-                found.append((pid, self._passages[pid].message, weight))
+                found.append((pid, passages[pid].message, weight))
                 if len(found) > MAX_POSTINGS_SCANNED:
                     break
         return found
