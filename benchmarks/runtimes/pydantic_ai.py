@@ -70,7 +70,7 @@ __all__ = [
 ]
 
 STRATEGIES = ("membrane", "sliding_window")
-WINDOW_MESSAGES = 6
+WINDOW_MESSAGES = 7
 
 
 def memory_items() -> list[MemoryItem]:
@@ -135,7 +135,7 @@ def _answered(messages: Sequence[ModelMessage], turn: Turn) -> bool:
 class ScriptedModel:
     """A ``FunctionModel`` that plays the scenario and records every request it receives."""
 
-    seen: list[SeenRequest] = field(default_factory=list)
+    seen: list[SeenRequest] = field(default_factory=list, repr=False)
     _openai: OpenAIChatModel | None = field(default=None, repr=False)
 
     async def _record(self, messages: list[ModelMessage], info: AgentInfo) -> Turn:

@@ -1,4 +1,4 @@
-"""PydanticAI messages <-> Membrane chat messages: lossless both ways, and what each part becomes."""
+"""PydanticAI messages <-> Membrane chat messages: lossless both ways, and what each part is."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def test_each_part_becomes_the_chat_message_the_model_reads() -> None:
         "content": '{"error":"unknown project"}',
     }
     assert chat[5] == {"role": "assistant", "content": "Atlas ships on 3 March."}
-    assert chat[6]["role"] == "user" and "Answer in French." in chat[6]["content"]
+    assert chat[6]["role"] == "system" and "Answer in French." in chat[6]["content"]
     assert chat[7]["content"][0] == {"type": "redacted_thinking", "data": "opaque"}
     assert chat[7]["content"][1] == {
         "type": "server_tool_use",
@@ -284,7 +284,7 @@ def test_the_deprecated_retry_prompt_reads_as_its_two_successors() -> None:
         to_none = RetryPromptPart("bad output")
     chat = to_membrane([ModelRequest(parts=[to_call, to_none])]).messages
     assert chat[0]["role"] == "tool" and chat[0]["tool_call_id"] == "c9"
-    assert chat[1]["role"] == "user" and "bad output" in chat[1]["content"]
+    assert chat[1]["role"] == "system" and "bad output" in chat[1]["content"]
 
 
 def test_plain_chat_messages_become_pydantic_ai_messages() -> None:

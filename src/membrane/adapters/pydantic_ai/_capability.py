@@ -81,7 +81,7 @@ class MembraneCapability(AbstractCapability[Any]):
     """
 
     compiler: ContextCompiler
-    memories: MemorySource | None = field(default=None, kw_only=True)
+    memories: MemorySource | None = field(default=None, kw_only=True, repr=False)
     conversation_id: ConversationIdSource = field(default=None, kw_only=True)
     _runs: OrderedDict[str, RunRecord] = field(
         default_factory=OrderedDict, init=False, repr=False, compare=False

@@ -5,9 +5,10 @@ Each chat message Membrane reads is an OpenAI-shape dict (``role``, ``content``,
 
 - a ``SystemPromptPart`` is a ``system`` message, a ``UserPromptPart`` a ``user`` message (text,
   and images as ``image_url`` parts; other files as ``file`` parts Membrane does not count);
-- a ``ToolReturnPart`` is a ``tool`` message holding the text the model is shown; a retry that
-  answers a tool call is one too, and a ``RetryFeedbackPart`` a ``user`` message (``system`` for
-  the framework's fixed no-output text), as the model receives them;
+- a ``ToolReturnPart`` is a ``tool`` message holding the text the model is shown (a retry that
+  answers a tool call is one too); a ``RetryFeedbackPart`` is a ``system`` message: PydanticAI
+  wrote it, not a person, so Membrane must not take it for the turn's question (the model still
+  receives it in the voice PydanticAI gives it);
 - a ``ModelResponse`` is one ``assistant`` message: its text, its tool calls as ``tool_calls``,
   its thinking as Anthropic ``thinking`` / ``redacted_thinking`` blocks with their signatures (in
   the same message as the calls, so no cut separates them), server-side tool calls and results
@@ -132,8 +133,7 @@ def request_chat(part: object) -> dict[str, Any] | None:
             "content": part.model_response_str(),
         }
     if isinstance(part, RetryFeedbackPart):
-        role = "system" if part.retry.cause == "no_output" else "user"
-        return {"role": role, "content": part.model_response()}
+        return {"role": "system", "content": part.model_response()}
     if isinstance(part, RetryPromptPart):  # the deprecated form, still in stored histories
         if part.tool_name is not None:
             return {
@@ -141,7 +141,7 @@ def request_chat(part: object) -> dict[str, Any] | None:
                 "tool_call_id": part.tool_call_id,
                 "content": part.model_response(),
             }
-        return {"role": "user", "content": part.model_response()}
+        return {"role": "system", "content": part.model_response()}
     if isinstance(part, CompactionPart):
         return {"role": "user", "content": [{"type": "compaction", "content": part.content or ""}]}
     if isinstance(part, SpeechPart) and part.transcript:
