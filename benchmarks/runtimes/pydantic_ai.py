@@ -13,10 +13,13 @@ management:
   ContextCompiler(3000), memories=MEMORIES)])``; the prompt is the question.
 - ``sliding_window``: PydanticAI's documented trimming, ``ProcessHistory(keep_recent)`` with
   ``keep_recent`` returning the last ``WINDOW_MESSAGES`` messages (the docs' example keeps 10).
-  A turn is four messages (question, call, ~1,050-token result, answer), so 10 messages hold
-  three results, more than a 3,000-token budget; 6 is the largest window that never holds three
-  (two results, their turns, the rules and the tool: about 2,450 tokens). The memories go in the
-  prompt, above the question, as a retrieval pipeline without Membrane would send them.
+  A turn is four messages (question, call, ~1,050-token result, answer), so a window of 7 never
+  holds three results, which would not fit 3,000 tokens; two results, their turns, the rules and
+  the tool come to about 2,450. ``ProcessHistory`` also makes the window the run's history, so
+  the windows that follow are cut from it. Swept on this scenario: 4, 6 and 8 messages give 20
+  to 22 requests opening with an assistant turn, 5, 7 and 9 give 10 or 11, and 10 goes over
+  budget on 10 requests; 7 is the smallest of the best. The memories go in the prompt, above
+  the question, as a retrieval pipeline without Membrane would send them.
 """
 
 from __future__ import annotations

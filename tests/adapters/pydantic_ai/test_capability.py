@@ -142,24 +142,34 @@ def _window(messages: list[ModelMessage]) -> list[dict[str, Any]]:
     return [m for m in messages if m.get("role") != "system"]
 
 
-def test_with_nothing_cut_the_model_gets_what_pydantic_ai_would_send() -> None:
-    """Only two things differ: the instructions are Membrane's system text (the rules, then
-    Membrane's own instruction), and the question is Membrane's final message."""
-    plain, compiled = ScriptedModel(), ScriptedModel()
-    baseline = Agent(plain.model(), instructions=RULES, tools=[lookup_tool()])
-    membrane = MembraneCapability(ContextCompiler(100_000))
+def _three_turns(capabilities: list[MembraneCapability]) -> ScriptedModel:
+    scripted = ScriptedModel()
     agent = Agent(
-        compiled.model(), instructions=RULES, tools=[lookup_tool()], capabilities=[membrane]
+        scripted.model(), instructions=RULES, tools=[lookup_tool()], capabilities=capabilities
     )
-    for runner in (baseline, agent):
-        history: list[ModelMessage] = []
-        for turn in TURNS[:3]:
-            history = runner.run_sync(turn.question, message_history=history).all_messages()
+    history: list[ModelMessage] = []
+    for turn in TURNS[:3]:
+        history = agent.run_sync(turn.question, message_history=history).all_messages()
+    return scripted
+
+
+@pytest.mark.parametrize("interrupt", [False, True])
+def test_with_nothing_cut_the_model_gets_what_pydantic_ai_would_send(interrupt: bool) -> None:
+    """What differs, in OpenAI chat shape: the question message opens with Membrane's
+    current-message header, and (unless turned off) the system message adds Membrane's
+    interrupt instruction after the rules. Every other message, and the tools, are equal."""
+    plain = _three_turns([])
+    compiler = ContextCompiler(100_000, include_interrupt_instruction=interrupt)
+    compiled = _three_turns([MembraneCapability(compiler)])
+    assert len(compiled.seen) == len(plain.seen) == 6
     for sent, expected in zip(compiled.seen, plain.seen, strict=True):
         assert sent.tools == expected.tools
-        assert expected.instructions == RULES
-        assert sent.instructions.startswith(RULES + "\n\n")
-        assert sent.messages[0] == {"role": "system", "content": sent.instructions}
+        assert expected.messages[0] == {"role": "system", "content": RULES}
+        system = sent.messages[0]["content"]
+        if interrupt:
+            assert system.startswith(RULES + "\n\n") and "SYSTEM_INTERRUPT_FETCH" in system
+        else:
+            assert system == RULES
         question = next(
             i for i, m in enumerate(expected.messages) if m.get("content") == sent.turn.question
         )
