@@ -334,3 +334,14 @@ def test_records_are_per_run_and_unknown_runs_raise() -> None:
     assert membrane.record(first).last is membrane.record(first).compiles[-1]
     with pytest.raises(KeyError):
         membrane.record("no-such-run")
+
+
+def test_a_run_level_membrane_replaces_the_agents() -> None:
+    scripted = ScriptedModel()
+    agent, membrane = membrane_agent(scripted.model())
+    other = MembraneCapability(ContextCompiler(2_500))
+    result = agent.run_sync(TURNS[0].question, capabilities=[other])
+    assert len(other.record(result).compiles) == 2
+    with pytest.raises(KeyError):
+        membrane.record(result)
+    assert all(c.metadata["tokens_budget"] == 2_500 for c in other.record(result).compiles)

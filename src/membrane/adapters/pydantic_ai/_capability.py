@@ -81,6 +81,8 @@ class MembraneCapability(AbstractCapability[Any]):
     """
 
     compiler: ContextCompiler
+    #: An agent compiles with one Membrane: a run-level one replaces the agent's.
+    id: str | None = field(default="membrane", kw_only=True)
     memories: MemorySource | None = field(default=None, kw_only=True, repr=False)
     conversation_id: ConversationIdSource = field(default=None, kw_only=True)
     _runs: OrderedDict[str, RunRecord] = field(
