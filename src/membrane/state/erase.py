@@ -80,8 +80,9 @@ async def erase(
             state_namespace = compiler.state_namespace
     namespace = check_namespace(state_namespace)
     ids = await asyncio.to_thread(_erase_state, store, conversation_id, user_id, namespace)
-    for scoped in ids if compiler is not None else ():
-        await asyncio.to_thread(compiler.forget, scoped)
+    if compiler is not None:
+        for scoped in ids:
+            await asyncio.to_thread(compiler.forget, scoped)
     deleted = 0
     if redis_client is not None:
         client = check_async_client(redis_client)
@@ -101,8 +102,9 @@ def _erase_state(
         ids = list(dict.fromkeys([conversation_id, scoped_conversation(user_id, conversation_id)]))
         if user_id is not None:
             ids = ids[1:]
-        for scoped in ids if store is not None else ():
-            forget_conversation(store, scoped, namespace)
+        if store is not None:
+            for scoped in ids:
+                forget_conversation(store, scoped, namespace)
         return ids
     if store is None:
         return []
