@@ -195,6 +195,13 @@ class WindowPlanner:
             boundary=history.boundary,
         )
 
+    def tracker_of(self, conversation: str) -> HistoryTracker | None:
+        """The tracker this planner keeps for ``conversation``, as its last compile left it.
+
+        Read it holding the conversation's lock: a compile of it changes the tracker.
+        """
+        return self._trackers.find(lambda k: k[0] == conversation)
+
     def forget(self, conversation: str) -> None:
         """Drop what this planner keeps of ``conversation`` (its tracker and system text)."""
         self._trackers.discard_where(lambda k: k[0] == conversation)
