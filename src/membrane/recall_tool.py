@@ -54,6 +54,7 @@ __all__ = [
     "NOTHING_DROPPED",
     "NO_MATCH",
     "NO_ROOM",
+    "QUERY_DESCRIPTION",
     "RECALL_TOOL_NAME",
     "RecallAnswer",
     "RecallTool",
@@ -92,7 +93,10 @@ _DESCRIPTION = (
     "date or topic). It returns the matching passages quoted as written, or says that nothing "
     "matches. Call it instead of guessing a detail you cannot see."
 )
-_QUERY_DESCRIPTION = "What to look for, in a few words: the detail you need and what it is about."
+QUERY_DESCRIPTION = (
+    f"What to look for, in a few words (at most {MAX_QUERY_CHARS} characters): the detail you "
+    "need and what it is about."
+)
 
 Status = Literal["found", "no_match", "no_room", "nothing_dropped"]
 Count = Callable[[str], int]
@@ -133,7 +137,7 @@ def check_query(query: object) -> str:
         )
     if len(stripped) > MAX_QUERY_CHARS:
         raise InvalidInputError(
-            f"query has {len(stripped)} characters; keep it under {MAX_QUERY_CHARS}: "
+            f"query has {len(stripped)} characters; keep it to at most {MAX_QUERY_CHARS}: "
             "name the detail, do not paste text",
             field="query",
         )
@@ -186,8 +190,7 @@ class RecallTool:
             "properties": {
                 "query": {
                     "type": "string",
-                    "description": _QUERY_DESCRIPTION,
-                    "maxLength": MAX_QUERY_CHARS,
+                    "description": QUERY_DESCRIPTION,
                 }
             },
             "required": ["query"],
