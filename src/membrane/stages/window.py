@@ -197,11 +197,7 @@ class WindowPlanner:
             boundary=history.boundary,
         )
 
-    def tracker_of(self, conversation: str) -> HistoryTracker | None:
-        """The tracker this planner keeps for ``conversation``, as its last compile left it.
-
-        Read it holding the conversation's lock: a compile of it changes the tracker.
-        """
+    def tracker_of(self, conversation: str) -> HistoryTracker | None:  # read it under its lock
         return self._trackers.find(lambda k: k[0] == conversation)
 
     def forget(self, conversation: str) -> None:
