@@ -163,6 +163,13 @@ def test_an_absurd_cap_is_refused(compiler: ContextCompiler, cap: object, error:
         RecallTool(compiler, max_tokens=cap)  # type: ignore[arg-type]
 
 
+def test_the_tool_needs_a_compiler() -> None:
+    with pytest.raises(TypeError, match="ContextCompiler"):
+        RecallTool(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="description"):
+        RecallTool(ContextCompiler(max_tokens=BUDGET), description="")
+
+
 @pytest.mark.parametrize("conversation", ["", 7, "a\udc80"])
 def test_a_bad_conversation_id_is_refused(compiler: ContextCompiler, conversation: object) -> None:
     with pytest.raises(InvalidInputError):

@@ -25,9 +25,10 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from membrane.compile_state import StateView, StoreNotes
+from membrane.compiler import ContextCompiler
 from membrane.errors import InvalidInputError
 from membrane.interrupt import MAX_QUERY_CHARS
 from membrane.messages import check_history, leading_unit
@@ -43,9 +44,6 @@ from membrane.stages.history import (
 )
 from membrane.state import StateStoreWarning
 from membrane.state.keys import DEFAULT_CONVERSATION, check_id
-
-if TYPE_CHECKING:
-    from membrane.compiler import ContextCompiler
 
 __all__ = [
     "DEFAULT_RECALL_TOKENS",
@@ -176,6 +174,8 @@ class RecallTool:
         max_tokens: int = DEFAULT_RECALL_TOKENS,
         description: str | None = None,
     ) -> None:
+        if not isinstance(compiler, ContextCompiler):
+            raise TypeError(f"compiler must be a ContextCompiler, got {type(compiler).__name__}")
         self.compiler = compiler
         self.max_tokens = _check_cap(max_tokens, compiler.settings.max_tokens)
         if description is not None and (not isinstance(description, str) or not description):
