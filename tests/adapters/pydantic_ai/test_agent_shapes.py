@@ -108,3 +108,45 @@ def test_a_history_with_no_question_is_a_typed_error() -> None:
     with pytest.raises(InvalidInputError) as caught:
         agent.run_sync(None, message_history=history)
     assert caught.value.field == "continue_turn"
+
+
+def test_the_recall_tool_finds_what_membrane_cut() -> None:
+    """``pydantic_ai_recall_tool`` and the capability name the conversation the same way."""
+    from benchmarks._agent_scenario import BUDGET, RULES, TURNS, check_request, tool_result
+    from benchmarks.runtimes.pydantic_ai import ScriptedModel, lookup_tool, memory_items
+    from membrane.adapters.recall_tools import pydantic_ai_recall_tool
+
+    scripted = ScriptedModel()
+    recalled: list[str] = []
+    follow_up = "Remind me: what was the release code of atlas?"
+
+    async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1].parts[-1]
+        if getattr(last, "tool_name", None) == "membrane_recall":
+            recalled.append(str(last.content))
+            return ModelResponse(parts=[TextPart("It was ATLAS-1037.")])
+        if isinstance(last, UserPromptPart) and follow_up in str(last.content):
+            call = ToolCallPart(
+                "membrane_recall", {"query": "atlas release code"}, tool_call_id="r1"
+            )
+            return ModelResponse(parts=[call])
+        return await scripted.respond(messages, info)
+
+    compiler = ContextCompiler(BUDGET)
+    membrane = MembraneCapability(compiler, memories=memory_items())
+    agent = Agent(
+        FunctionModel(model),
+        instructions=RULES,
+        tools=[lookup_tool(), pydantic_ai_recall_tool(compiler)],
+        capabilities=[membrane],
+    )
+    history: list[ModelMessage] = []
+    for turn in TURNS[:6]:
+        history = agent.run_sync(turn.question, message_history=history).all_messages()
+    result = agent.run_sync(follow_up, message_history=history)
+    assert result.output == "It was ATLAS-1037."
+    assert recalled and "ATLAS-1037" in recalled[0]
+    sent = membrane.record(result).compiles
+    assert tool_result(TURNS[0]) not in str(sent[0].messages)  # atlas' report was cut
+    assert not any(c.report.budget_exceeded for c in sent)
+    assert all(check_request(r.messages, r.tools, r.turn).ok for r in scripted.seen)
