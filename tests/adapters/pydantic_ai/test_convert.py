@@ -31,6 +31,7 @@ from pydantic_ai.messages import (
     TextContent,
     TextPart,
     ThinkingPart,
+    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -257,11 +258,31 @@ def test_the_final_message_keeps_the_questions_images() -> None:
 
 
 def test_parts_with_no_chat_form_travel_with_their_neighbour() -> None:
-    delta = CachePoint()  # a marker a request can hold; stands for any part with no chat form
-    request = ModelRequest(parts=[UserPromptPart(["Hi", delta])])
-    converted = to_membrane([request])
-    assert converted.messages[0]["content"] == [{"type": "text", "text": "Hi"}]
-    assert from_membrane(converted.messages, converted)[0] is request
+    delta = ToolAvailabilityDeltaPart(tools_added=["search"])
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[SystemPromptPart("Be brief."), delta, UserPromptPart("Hi")]),
+        ModelResponse(parts=[TextPart("Hello.")]),
+        ModelRequest(parts=[UserPromptPart("Next"), ToolAvailabilityDeltaPart(tools_added=["x"])]),
+        ModelRequest(parts=[ToolAvailabilityDeltaPart(tools_added=["y"])]),
+    ]
+    converted = to_membrane(history)
+    assert [m["role"] for m in converted.messages] == ["system", "user", "assistant", "user"]
+    # The delta rides with the user prompt after the system prompt, which Membrane replaces.
+    _, refs = converted.origins[converted.messages[1][REF_KEY]]
+    assert refs == ((0, 1), (0, 2))
+    # The last request has nothing to send: it rides with the message before it.
+    _, refs = converted.origins[converted.messages[3][REF_KEY]]
+    assert refs == ((2, 0), (2, 1), (3, 0))
+    back = from_membrane(converted.messages, converted)
+    assert all(a is b for a, b in zip(back, history, strict=True))
+    without_system = from_membrane(converted.messages[1:], converted)
+    assert without_system[0].parts == [delta, history[0].parts[2]]
+    # A changed question keeps the parts that travel with it.
+    final = {"role": "user", "content": "[Mem:1] m\n\nNext"}
+    back = from_membrane([*converted.messages[1:3], final], converted)
+    assert back[2].parts[0].content == "[Mem:1] m\n\nNext"
+    assert back[2].parts[1] is history[2].parts[1]
+    assert back[3] is history[3]
 
 
 def test_a_response_compaction_starts_membranes_history() -> None:
@@ -353,3 +374,19 @@ def test_from_membrane_refuses_a_block_it_cannot_rebuild() -> None:
     assert caught.value.field == "messages[0].content[0]"
     with pytest.raises(InvalidInputError, match="role 'robot'"):
         from_membrane([{"role": "robot", "content": "beep"}])
+
+
+def test_a_changed_assistant_message_is_rebuilt_in_its_own_response() -> None:
+    marker = CachePoint()
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart(["Hi", marker])]),
+        ModelResponse(parts=[TextPart("Hello there.")], model_name="m1"),
+    ]
+    converted = to_membrane(history)
+    chat = [dict(m) for m in converted.messages]
+    chat[1]["content"] = "Hello."
+    back = from_membrane(chat, converted)
+    assert back[0] is history[0]
+    assert isinstance(back[1], ModelResponse) and back[1].model_name == "m1"
+    assert back[1].parts == [TextPart("Hello.")]
+    assert history[1].parts == [TextPart("Hello there.")]

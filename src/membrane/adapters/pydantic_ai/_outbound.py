@@ -230,15 +230,23 @@ class _Reader:
     def from_origin(
         self, message: Mapping[str, Any], refs: Sequence[PartRef], changed: bool, where: str
     ) -> None:
-        """A message written from PydanticAI parts; ``changed`` when Membrane rewrote it."""
+        """A message written from PydanticAI parts; ``changed`` when Membrane rewrote it.
+
+        Parts with no chat form that travel with the message come back as they were; a changed
+        assistant message is rebuilt from its chat form inside its own response.
+        """
         assert self.converted is not None
         source = self.converted.source
-        if changed and isinstance(source[refs[0][0]], ModelResponse):
-            for part in self.content.response_parts(message, where):
-                self.add(part, refs[0][0], True)
-            return
+        rebuilt = changed and message.get("role") == "assistant"
+        done: set[int] = set()  # responses already rebuilt
         for i, j in refs:
             response = isinstance(source[i], ModelResponse)
+            if rebuilt and response:
+                if i not in done:
+                    done.add(i)
+                    for part in self.content.response_parts(message, where):
+                        self.add(part, i, True)
+                continue
             part = None if j < 0 else source[i].parts[j]
             if changed and request_chat(part) is not None:
                 part = self.content.rewritten(part, message, where)
