@@ -1,20 +1,13 @@
-"""LlamaIndex adapter: a node postprocessor that makes the prompt LlamaIndex sends fit a budget.
+"""The query-engine node postprocessor: the kept memories as the nodes the synthesizer formats.
 
-Needs the ``llamaindex`` extra (``llama-index-core`` 0.14). Filtering nodes is not enough to
-hold a budget: the response synthesizer formats each kept node's full text (and metadata) into
-its own template. :class:`MembraneNodePostprocessor` therefore returns nodes whose text *is*
-what Membrane kept (each node becomes its ``[Mem:N]`` line, thinned or capped as compiled,
-with its metadata hidden from the LLM) and reserves the synthesizer's template, the query and,
-for refine steps, room for the previous answer. The prompt the synthesizer finally builds from
-those nodes, with the ``compact`` or ``refine`` mode and LlamaIndex's default question-answer
-and refine templates, stays within ``max_tokens``.
-
-Each call builds a compiler of its own. LlamaIndex counts with ``Settings.tokenizer``, which by
-default downloads a tiktoken file; offline, set it to Membrane's bundled encoding::
-
-    from llama_index.core import Settings
-    from membrane.tokenizers import load_encoding
-    Settings.tokenizer = load_encoding("cl100k_base").encode
+Filtering nodes is not enough to hold a budget: the response synthesizer formats each kept
+node's full text (and metadata) into its own template. :class:`MembraneNodePostprocessor`
+therefore returns nodes whose text *is* what Membrane kept (each node becomes its ``[Mem:N]``
+line, thinned or capped as compiled, with its metadata hidden from the LLM) and reserves the
+synthesizer's template, the query and, for refine steps, room for the previous answer. The
+prompt the synthesizer finally builds from those nodes, with the ``compact`` or ``refine``
+mode and LlamaIndex's default question-answer and refine templates, stays within
+``max_tokens``. Each call builds a compiler of its own.
 """
 
 from __future__ import annotations
