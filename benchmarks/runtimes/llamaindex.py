@@ -11,12 +11,13 @@ converted to OpenAI chat shape here and judged by ``benchmarks._agent_scenario.c
   (``Memory.from_defaults(token_limit=3000)``) and the memories in a ``StaticMemoryBlock``
   inserted into the question (``insert_method=InsertMethod.USER``).
 
-``python -m benchmarks.runtimes.llamaindex`` prints both; ``benchmarks/agent_runtimes.py``
-collects the rows.
+``python -m benchmarks.runtimes.llamaindex [--token-limit N]`` prints both (the ``Memory``'s
+limit for the peer); ``benchmarks/agent_runtimes.py`` collects the rows.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from llama_index.core.base.llms.types import ToolCallBlock
 from llama_index.core.llms import ChatMessage, MessageRole, MockFunctionCallingLLM
 from llama_index.core.memory import InsertMethod, Memory, StaticMemoryBlock
 from llama_index.core.tools import FunctionTool
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from benchmarks._agent_scenario import (
     BUDGET,
@@ -49,6 +51,7 @@ from membrane.tokenizers import load_encoding
 __all__ = [
     "STRATEGIES",
     "Recorder",
+    "in_memory_engine",
     "lookup_tool",
     "membrane_agent",
     "openai_chat",
@@ -140,42 +143,61 @@ def membrane_agent(recorder: Recorder, **fields: Any) -> MembraneFunctionAgent:
     )
 
 
-def _peer(recorder: Recorder) -> tuple[FunctionAgent, Memory]:
+def in_memory_engine() -> AsyncEngine:
+    """The SQLite store a ``Memory`` uses by default, made here so it can be closed."""
+    return create_async_engine("sqlite+aiosqlite:///:memory:")
+
+
+def _peer(
+    recorder: Recorder, engine: AsyncEngine, token_limit: int
+) -> tuple[FunctionAgent, Memory]:
     block = StaticMemoryBlock(
         name="memories", static_content="\n".join(text for _, text in MEMORIES)
     )
     memory = Memory.from_defaults(
         session_id="llamaindex-memory",
-        token_limit=BUDGET,
+        token_limit=token_limit,
         tokenizer_fn=load_encoding("cl100k_base").encode,
         memory_blocks=[block],
         insert_method=InsertMethod.USER,
+        async_engine=engine,
     )
     agent = FunctionAgent(llm=scripted_llm(recorder), tools=[lookup_tool()], system_prompt=RULES)
     return agent, memory
 
 
-def _membrane(recorder: Recorder) -> tuple[FunctionAgent, Memory]:
+def _membrane(recorder: Recorder, engine: AsyncEngine) -> tuple[FunctionAgent, Memory]:
     memory = Memory.from_defaults(
-        session_id="llamaindex-membrane", tokenizer_fn=load_encoding("cl100k_base").encode
+        session_id="llamaindex-membrane",
+        tokenizer_fn=load_encoding("cl100k_base").encode,
+        async_engine=engine,
     )
     return membrane_agent(recorder), memory
 
 
-async def _play(strategy: str) -> Recorder:
-    recorder = Recorder()
-    agent, memory = (_membrane if strategy == "membrane" else _peer)(recorder)
-    for turn in TURNS:
-        recorder.turn = turn
-        await agent.run(turn.question, memory=memory)
+async def _play(strategy: str, token_limit: int) -> Recorder:
+    recorder, engine = Recorder(), in_memory_engine()
+    if strategy == "membrane":
+        agent, memory = _membrane(recorder, engine)
+    else:
+        agent, memory = _peer(recorder, engine, token_limit)
+    try:
+        for turn in TURNS:
+            recorder.turn = turn
+            await agent.run(turn.question, memory=memory)
+    finally:
+        await engine.dispose()
     return recorder
 
 
-def run(strategy: str) -> list[dict[str, Any]]:
-    """One row per LLM request of the 12 turns, judged independently of Membrane."""
+def run(strategy: str, *, token_limit: int = BUDGET) -> list[dict[str, Any]]:
+    """One row per LLM request of the 12 turns, judged independently of Membrane.
+
+    ``token_limit`` is the ``Memory``'s for the ``memory`` strategy (the budget by default).
+    """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-    recorder = asyncio.run(_play(strategy))
+    recorder = asyncio.run(_play(strategy, token_limit))
     reads = prefix_cache_reads([s.messages for s in recorder.sent])
     rows, calls = [], dict.fromkeys((t.index for t in TURNS), 0)
     for sent, read in zip(recorder.sent, reads, strict=True):
@@ -195,9 +217,12 @@ def run(strategy: str) -> list[dict[str, Any]]:
     return rows
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--token-limit", type=int, default=BUDGET, help="the Memory's limit")
+    args = parser.parse_args(argv)
     for strategy in STRATEGIES:
-        rows = run(strategy)
+        rows = run(strategy, token_limit=args.token_limit)
         over = sum(r["over_budget"] for r in rows)
         bad = sum(bool(r["problems"]) for r in rows)
         read = sum(r["cache_read_tokens"] for r in rows)

@@ -10,6 +10,7 @@ cuts the earlier turns behind an index, while the Memory keeps every message.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,7 +37,8 @@ def status_report(project: str) -> str:
 def scripted(messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
     """The fake model: call the tool for the project asked about, then answer."""
     question = [m for m in messages if m.role == MessageRole.USER][-1].content or ""
-    project = next(p for p in PROJECTS if p in question)
+    # the question closes its message; recalled passages and memories come before it
+    project = re.findall(r"When does (\w+) ship", question)[-1]
     if messages[-1].role == MessageRole.TOOL:
         answer = f"{project} ships on 4 March 2027; Ana signs it off [Mem:1]."
         return ChatMessage(role="assistant", content=answer)

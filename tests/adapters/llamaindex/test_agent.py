@@ -9,7 +9,7 @@ The 12-turn scenario of ``benchmarks/_agent_scenario.py`` under a 3,000-token bu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -23,6 +23,7 @@ from llama_index.core.agent.workflow import AgentInput, AgentOutput, AgentStream
 from llama_index.core.base.llms.types import ToolCallBlock
 from llama_index.core.llms import ChatMessage, MessageRole
 from llama_index.core.memory import Memory
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from benchmarks._agent_scenario import (
     BUDGET,
@@ -35,6 +36,7 @@ from benchmarks._agent_scenario import (
 )
 from benchmarks.runtimes.llamaindex import (
     Recorder,
+    in_memory_engine,
     lookup_tool,
     membrane_agent,
     openai_chat,
@@ -44,10 +46,31 @@ from membrane import ContextCompiler, MemoryItem
 from membrane.adapters.llamaindex import MembraneCompiled, MembraneFunctionAgent
 from membrane.tokenizers import load_encoding
 
+# The workflow runtime reads every attribute of the agent (inspect.getmembers), pydantic's
+# deprecated ones included; the plain FunctionAgent warns the same way.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20"),
+    pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince211"),
+]
 
-def _memory(session: str) -> Memory:
+
+@pytest.fixture
+async def memories() -> AsyncIterator[Callable[[str], Memory]]:
+    """Makes ``Memory`` objects on SQLite engines that are closed when the test ends."""
+    engines: list[AsyncEngine] = []
+
+    def make(session: str) -> Memory:
+        engines.append(in_memory_engine())
+        return _memory(session, engines[-1])
+
+    yield make
+    for engine in engines:
+        await engine.dispose()
+
+
+def _memory(session: str, engine: AsyncEngine) -> Memory:
     return Memory.from_defaults(
-        session_id=session, tokenizer_fn=load_encoding("cl100k_base").encode
+        session_id=session, tokenizer_fn=load_encoding("cl100k_base").encode, async_engine=engine
     )
 
 
@@ -96,17 +119,28 @@ async def _play(agent: MembraneFunctionAgent, recorder: Recorder, memory: Memory
 
 def test_twelve_turns_run_from_sync_code_every_request_fits() -> None:
     recorder = Recorder()
-    agent, memory = membrane_agent(recorder, streaming=False), _memory("sync")
-    output = asyncio.run(_play(agent, recorder, memory))
+    agent = membrane_agent(recorder, streaming=False)
+
+    async def play_and_read() -> tuple[AgentOutput, list[ChatMessage]]:
+        engine = in_memory_engine()
+        memory = _memory("sync", engine)
+        try:
+            return await _play(agent, recorder, memory), await memory.aget_all()
+        finally:
+            await engine.dispose()
+
+    output, stored = asyncio.run(play_and_read())
     assert len(recorder.sent) == 2 * len(TURNS)
     assert _judge(recorder) == []
-    _stored_as_expected(memory.get_all())
+    _stored_as_expected(stored)
     _answered_with_a_resolvable_citation(output)
 
 
-async def test_twelve_turns_run_from_async_code_every_request_fits() -> None:
+async def test_twelve_turns_run_from_async_code_every_request_fits(
+    memories: Callable[[str], Memory],
+) -> None:
     recorder = Recorder()
-    agent, memory = membrane_agent(recorder, streaming=False), _memory("async")
+    agent, memory = membrane_agent(recorder, streaming=False), memories("async")
     output = await _play(agent, recorder, memory)
     assert len(recorder.sent) == 2 * len(TURNS)
     assert _judge(recorder) == []
@@ -114,9 +148,11 @@ async def test_twelve_turns_run_from_async_code_every_request_fits() -> None:
     _answered_with_a_resolvable_citation(output)
 
 
-async def test_twelve_streamed_turns_every_request_fits_and_events_say_what_was_sent() -> None:
+async def test_twelve_streamed_turns_every_request_fits_and_events_say_what_was_sent(
+    memories: Callable[[str], Memory],
+) -> None:
     recorder = Recorder()
-    agent, memory = membrane_agent(recorder, streaming=True), _memory("stream")
+    agent, memory = membrane_agent(recorder, streaming=True), memories("stream")
     compiled: list[MembraneCompiled] = []
     inputs: list[list[dict[str, Any]]] = []
     deltas: list[str] = []
@@ -142,7 +178,9 @@ async def test_twelve_streamed_turns_every_request_fits_and_events_say_what_was_
     _answered_with_a_resolvable_citation(output)
 
 
-async def test_when_nothing_is_cut_only_the_system_and_question_messages_differ() -> None:
+async def test_when_nothing_is_cut_only_the_system_and_question_messages_differ(
+    memories: Callable[[str], Memory],
+) -> None:
     plain_seen, membrane_seen = Recorder(), Recorder()
     plain = FunctionAgent(
         llm=scripted_llm(plain_seen), tools=[lookup_tool()], system_prompt=RULES, streaming=False
@@ -154,7 +192,7 @@ async def test_when_nothing_is_cut_only_the_system_and_question_messages_differ(
         system_prompt=RULES,
         streaming=False,
     )
-    plain_memory, membrane_memory = _memory("plain"), _memory("membrane")
+    plain_memory, membrane_memory = memories("plain"), memories("membrane")
     for turn in TURNS[:3]:
         plain_seen.turn = membrane_seen.turn = turn
         await plain.run(turn.question, memory=plain_memory)
@@ -174,7 +212,9 @@ async def test_when_nothing_is_cut_only_the_system_and_question_messages_differ(
     assert await membrane_memory.aget_all() == await plain_memory.aget_all()
 
 
-async def test_memories_come_from_a_callable_given_the_conversation() -> None:
+async def test_memories_come_from_a_callable_given_the_conversation(
+    memories: Callable[[str], Memory],
+) -> None:
     given: list[list[ChatMessage]] = []
 
     async def retrieve(conversation: list[ChatMessage]) -> list[MemoryItem]:
@@ -184,7 +224,7 @@ async def test_memories_come_from_a_callable_given_the_conversation() -> None:
     recorder = Recorder()
     agent = membrane_agent(recorder, streaming=False)
     agent.memories = retrieve
-    memory = _memory("callable")
+    memory = memories("callable")
     for turn in TURNS[:2]:
         recorder.turn = turn
         await agent.run(turn.question, memory=memory)
@@ -199,17 +239,21 @@ async def test_memories_come_from_a_callable_given_the_conversation() -> None:
     assert last[4].content == TURNS[1].question
 
 
-async def test_a_list_of_memories_is_used_for_every_request() -> None:
+async def test_a_list_of_memories_is_used_for_every_request(
+    memories: Callable[[str], Memory],
+) -> None:
     recorder = Recorder()
     agent = membrane_agent(recorder, streaming=False)
     agent.memories = [MemoryItem(id=ref, content=text) for ref, text in MEMORIES]
     recorder.turn = TURNS[0]
-    output = await agent.run(TURNS[0].question, memory=_memory("list"))
+    output = await agent.run(TURNS[0].question, memory=memories("list"))
     assert _judge(recorder) == []
     assert output.membrane.ref_map == {1: "pref-7", 2: "team-2"}
 
 
-async def test_over_budget_the_request_is_still_sent_and_the_event_says_so() -> None:
+async def test_over_budget_the_request_is_still_sent_and_the_event_says_so(
+    memories: Callable[[str], Memory],
+) -> None:
     recorder = Recorder()
     rules = RULES + " Keep every release note in mind." * 400  # the rules alone are over
     agent = MembraneFunctionAgent(
@@ -220,7 +264,7 @@ async def test_over_budget_the_request_is_still_sent_and_the_event_says_so() -> 
         streaming=False,
     )
     recorder.turn = TURNS[0]
-    output = await agent.run(TURNS[0].question, memory=_memory("over"))
+    output = await agent.run(TURNS[0].question, memory=memories("over"))
     assert len(recorder.sent) == 2
     assert output.membrane.budget_exceeded
     assert output.membrane.report.budget_exceeded
@@ -228,7 +272,7 @@ async def test_over_budget_the_request_is_still_sent_and_the_event_says_so() -> 
 
 
 async def test_the_conversation_is_named_by_the_memory_session_unless_given(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, memories: Callable[[str], Memory]
 ) -> None:
     recorder = Recorder()
     agent = membrane_agent(recorder, streaming=False)
@@ -240,7 +284,7 @@ async def test_the_conversation_is_named_by_the_memory_session_unless_given(
         return await compile_async(*args, **kwargs)
 
     monkeypatch.setattr(agent.compiler, "compile_async", spy)
-    memory = _memory("named-session")
+    memory = memories("named-session")
     recorder.turn = TURNS[0]
     await agent.run(TURNS[0].question, memory=memory)
     agent.conversation_id = "tenant-a:thread-1"

@@ -102,7 +102,7 @@ def test_membrane_reads_the_chat_form_and_pairs_the_calls() -> None:
     assert [(u.start, u.stop) for u in units] == [(0, 1), (1, 4), (4, 5)]
     parts = normalize_messages(dicts)
     assert [type(p).__name__ for p in parts[1].parts] == ["Opaque", "Text", "ToolCall", "ToolCall"]
-    assert "Look it up." not in message_text(dicts[1])  # signed reasoning is not counted as text
+    assert "Look it up." in message_text(dicts[1])  # reasoning sent back is counted
 
 
 def test_the_way_back_gives_the_very_messages_for_dicts_left_as_read() -> None:

@@ -7,7 +7,7 @@ Membrane reads messages in OpenAI chat shape. Each LlamaIndex message becomes on
 - the blocks as content: one text block as a plain string, otherwise a list of parts in block
   order: ``text``; ``image_url`` for an image with a URL or inline data (the data as a
   ``data:`` URL); ``thinking`` with its ``signature`` for a thinking block (Anthropic's form,
-  which Membrane keeps beside the calls it led to and does not count); a part holding only
+  which Membrane counts and keeps in the message of the calls it led to); a part holding only
   the block's ``text`` for citable and citation blocks; a ``llamaindex_block`` part, passed
   through and not counted, for what has no chat form (audio, video, documents, images known
   only by a local path);
