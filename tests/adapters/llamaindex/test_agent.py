@@ -20,7 +20,7 @@ pytest.importorskip(
 )
 
 from llama_index.core.agent.workflow import AgentInput, AgentOutput, AgentStream, FunctionAgent
-from llama_index.core.base.llms.types import ToolCallBlock
+from llama_index.core.base.llms.types import ImageBlock, TextBlock, ToolCallBlock
 from llama_index.core.llms import ChatMessage, MessageRole
 from llama_index.core.memory import Memory
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -292,3 +292,23 @@ async def test_the_conversation_is_named_by_the_memory_session_unless_given(
     await agent.run(TURNS[1].question, memory=memory)
     assert names == ["named-session"] * 2 + ["tenant-a:thread-1"] * 2
     assert _judge(recorder) == []
+
+
+async def test_the_question_keeps_its_image(memories: Callable[[str], Memory]) -> None:
+    seen: list[list[ChatMessage]] = []
+    recorder = Recorder(turn=TURNS[0])
+    agent = membrane_agent(recorder, streaming=False)
+    script = agent.llm.response_generator
+
+    def spy(messages: Sequence[ChatMessage], **kwargs: Any) -> Any:
+        seen.append(list(messages))
+        return script(messages, **kwargs)
+
+    agent.llm.response_generator = spy
+    chart = ImageBlock(url="https://example.org/atlas-burndown.png", detail="low")
+    question = ChatMessage(role="user", blocks=[TextBlock(text=TURNS[0].question), chart])
+    await agent.run(question, memory=memories("image"))
+    for messages in seen:
+        (asked,) = [m for m in messages if m.role == MessageRole.USER]
+        assert asked.blocks[-1] == chart
+        assert asked.content is not None and asked.content.endswith(TURNS[0].question)
