@@ -48,10 +48,7 @@ from membrane.tokenizers import load_encoding
 
 # The workflow runtime reads every attribute of the agent (inspect.getmembers), pydantic's
 # deprecated ones included; the plain FunctionAgent warns the same way.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20"),
-    pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince211"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecationWarning")
 
 
 @pytest.fixture

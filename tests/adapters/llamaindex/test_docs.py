@@ -25,10 +25,7 @@ from membrane.tokenizers import load_encoding
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "frameworks" / "llamaindex.md"
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20"),
-    pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince211"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecationWarning")
 
 
 async def test_the_examples_of_the_page_run_as_written() -> None:
