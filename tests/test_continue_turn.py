@@ -61,10 +61,13 @@ def _compile(compiler: ContextCompiler, history: list[dict[str, Any]], **extra: 
 def test_the_twelve_turn_agent_fits_and_invents_nothing() -> None:
     compiler = ContextCompiler(BUDGET)
     history: list[dict[str, Any]] = []
+    reused = []
     for turn in TURNS:
         history.append({"role": "user", "content": turn.question})
+        sent = []
         for step in range(2):
             result = _compile(compiler, history, continue_turn=True)
+            sent.append(result.messages)
             check = check_request(result.messages, [TOOL], turn)
             assert check.ok, (turn.index, step, check)
             assert not result.metadata["budget_exceeded"]
@@ -74,6 +77,10 @@ def test_the_twelve_turn_agent_fits_and_invents_nothing() -> None:
         answer = scripted_answer(turn)
         history.append({"role": "assistant", "content": answer})
         assert result.ref_map[2] == "team-2"  # the answer's [Mem:2] resolves
+        reused.append(sent[1][: len(sent[0])] == sent[0])
+    # From the second turn on, the first call leaves room for the tool result the conversation's
+    # turns bring, so the second call sends the first call's request again, then its steps.
+    assert sum(reused[1:]) >= 9, reused
 
 
 def test_the_steps_follow_the_question_message_as_given() -> None:

@@ -213,22 +213,22 @@ class ContextCompiler:
         state = self._scope.view(self.state_store, request.history.conversation, notes)
         tools_changed = check_tools_change(request.agent, state)
         semantic = self._semantic.call() if self._semantic is not None else None
-        steps = request.steps
+        steps, budget = request.steps, request.budget
         if settings.memory_placement == "system":
-            budget = replace(request.budget, counted=request.budget.counted - steps.tokens)
+            budget = replace(budget, counted=budget.counted - steps.tokens)
             overhead = settings.message_overhead_tokens
             fitted = fit_system(request.text, request.history.messages, offer, budget, overhead)
             rendered = render_system(request, offer, fitted, semantic, settings, tools_changed)
         else:
             images = request.agent.images.tokens
-            window_in = WindowInput(
-                request.history, request.text, request.budget, offer.texts(), images, steps.tokens
-            )
+            room = self._turns.room(request.history, steps, budget)
+            texts = offer.texts()
+            window_in = WindowInput(request.history, request.text, budget, texts, images, room)
             window = self._window.plan(window_in, state, settings.window)
             watch.lap("history")
             options, writers = request.options, request.history.writers
             final_in = FinalInput(request.text, offer, request.budget, semantic, options, writers)
-            final = self._turns.fit(final_in, window, settings.final, steps, request.history)
+            final = self._turns.fit(final_in, window, settings.final, room, request.history, steps)
             watch.lap("fit")
             rendered = render_end(request, offer, window, final, semantic, settings, tools_changed)
         watch.lap("render")

@@ -1,10 +1,15 @@
-"""A continued turn keeps its question message: the same bytes on each of the turn's calls.
+"""A continued turn keeps its prefix: the same bytes on each of the turn's model calls.
 
 An agent's turn makes several model calls, each sending the same prefix (system, kept history,
-the question message) followed by a growing list of steps. When the question message of the
-turn's earlier call still fits beside the new steps, it is sent again unchanged (memories and
-recalled passages as they were), so a provider's prefix cache keeps serving the turn. It is
-fitted anew only when the window moved, the memories on offer changed, or it no longer fits.
+the question message) followed by a growing list of steps. Two things keep that prefix:
+
+- *Room for the steps from the first call.* A continued turn sets aside at least what its
+  steps take, and as much as the conversation's largest turn so far took (up to half the
+  budget), so the turn's first call already leaves the room its later calls need and the
+  history window does not move between them.
+- *The question message of the turn's earlier call*, sent again unchanged (memories and
+  recalled passages as they were) while the window stands, the memories on offer are the same
+  and it fits; fitted anew otherwise.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from membrane.compile_state import LRUCache
 from membrane.stages.final import FinalInput, FinalSettings, FittedFinal, fit_final
-from membrane.stages.values import HistoryRequest, TurnSteps
+from membrane.stages.values import Budget, HistoryRequest, TurnSteps
 from membrane.stages.window import MAX_CONVERSATIONS, HistoryWindow
 
 __all__ = ["TurnFreezer"]
@@ -34,24 +39,36 @@ def _key(given: FinalInput, window: HistoryWindow, history_length: int) -> _Key:
 
 
 class TurnFreezer:
-    """The last question message fitted for each conversation's continued turn."""
+    """Per conversation: the last question message fitted for a continued turn, and the
+    largest turn's steps so far."""
 
     def __init__(self) -> None:
         self._turns: LRUCache[str, _Frozen] = LRUCache(
             MAX_CONVERSATIONS, max_bytes=64 << 20, size=lambda f: 200 + 2 * len(f.final.text)
         )
+        self._largest: LRUCache[str, int] = LRUCache(MAX_CONVERSATIONS)
+
+    def room(self, history: HistoryRequest, steps: TurnSteps, budget: Budget) -> int:
+        """The tokens this call sets aside for the turn's steps (0 for a new question)."""
+        if not steps.continued:
+            return 0
+        largest = self._largest.get(history.conversation) or 0
+        if steps.tokens > largest:
+            self._largest.put(history.conversation, steps.tokens)
+        return max(steps.tokens, min(largest, budget.counted // 2))
 
     def fit(
         self,
         given: FinalInput,
         window: HistoryWindow,
         settings: FinalSettings,
-        steps: TurnSteps,
+        room: int,
         history: HistoryRequest,
+        steps: TurnSteps,
     ) -> FittedFinal:
-        """The final message for this call (``reused`` when it is the turn's earlier one);
-        ``history`` is what precedes the question."""
-        budget = replace(given.budget, counted=given.budget.counted - steps.tokens)
+        """The final message for this call (``reused`` when it is the turn's earlier one), in
+        what the window and the ``room`` set aside for the steps leave."""
+        budget = replace(given.budget, counted=given.budget.counted - room)
         if not steps.continued:
             return fit_final(replace(given, budget=budget), window, settings)
         conversation = history.conversation
