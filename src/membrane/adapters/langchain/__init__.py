@@ -1,6 +1,12 @@
-"""LangChain adapter: a prompt template that compiles with Membrane, and memory hygiene.
+"""LangChain adapter: Membrane in ``create_agent``, LangGraph nodes and LCEL chains.
 
-Needs the ``langchain`` extra (``langchain-core`` 1.x).
+Needs the ``langchain`` extra (``langchain-core``, ``langchain`` and ``langgraph`` 1.x).
+
+- :class:`MembraneMiddleware` for LangChain v1's ``create_agent(..., middleware=[...])``
+  (loaded on first use: only it needs ``langchain`` itself);
+- :func:`compile_messages` (and :func:`compile_view` for the ref map) for a LangGraph node or
+  a loop of your own: the state keeps every message, only the view sent is compiled;
+- the seed's :class:`MembranePromptTemplate` for LCEL chains, and memory hygiene.
 
 >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
 >>> from membrane.adapters.langchain import MembranePromptTemplate, cited_chain
@@ -21,6 +27,8 @@ ref map of its own request. Every call builds a compiler of its own.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from membrane.adapters.langchain._hygiene import detect_memory_collision, disable_langchain_memory
 from membrane.adapters.langchain._messages import from_langchain_messages, to_langchain_messages
 from membrane.adapters.langchain._template import (
@@ -29,14 +37,40 @@ from membrane.adapters.langchain._template import (
     cited_chain,
     langchain_doc_to_memory,
 )
+from membrane.adapters.langchain._view import (
+    CompiledView,
+    acompile_messages,
+    acompile_view,
+    compile_messages,
+    compile_view,
+)
+
+if TYPE_CHECKING:
+    from membrane.adapters.langchain._middleware import MembraneMiddleware
 
 __all__ = [
+    "CompiledView",
+    "MembraneMiddleware",
     "MembranePromptTemplate",
     "MembranePromptValue",
+    "acompile_messages",
+    "acompile_view",
     "cited_chain",
+    "compile_messages",
+    "compile_view",
     "detect_memory_collision",
     "disable_langchain_memory",
     "from_langchain_messages",
     "langchain_doc_to_memory",
     "to_langchain_messages",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The middleware subclasses langchain's AgentMiddleware, which loads LangGraph: only a
+    # caller who uses it pays for that import.
+    if name == "MembraneMiddleware":
+        from membrane.adapters.langchain._middleware import MembraneMiddleware
+
+        return MembraneMiddleware
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
