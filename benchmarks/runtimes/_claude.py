@@ -5,11 +5,12 @@ into the Messages API payload as it would for Claude (``_get_request_payload``),
 network call is replaced. The payload is recorded, and the answer comes back through the real
 response parsing (``_format_output``, or the stream events for ``stream``/``astream``), so the
 agent sees what Claude's SDK would give it: native ``tool_use`` blocks beside ``tool_calls``,
-a signed ``thinking`` block, ``response_metadata["model_provider"] == "anthropic"``.
+``response_metadata["model_provider"] == "anthropic"``, and with ``think_before_calls=True`` a signed
+``thinking`` block before each call.
 
 The model plays the agent scenario of ``benchmarks._agent_scenario`` in order, whatever it is
-sent (as a scripted fake model does): each turn's first request gets a signed thought and a
-``lookup`` call, the second the answer citing ``[Mem:2]``.
+sent (as a scripted fake model does): each turn's first request gets a ``lookup`` call, the
+second the answer citing ``[Mem:2]``.
 """
 
 from __future__ import annotations
@@ -46,14 +47,18 @@ def request_turn(position: int) -> tuple[Turn, bool]:
     return TURNS[position // 2], position % 2 == 1
 
 
-def scripted_turn_message(turn: Turn, answered: bool) -> at.Message:
-    """What Claude says: a signed thought and a ``lookup`` call, or the cited answer."""
+def scripted_turn_message(turn: Turn, answered: bool, thinking: bool = False) -> at.Message:
+    """What Claude says: a ``lookup`` call (after a signed thought with ``thinking``), or the
+    cited answer."""
     if answered:
         content: list[Any] = [at.TextBlock(type="text", text=scripted_answer(turn))]
         stop = "end_turn"
     else:
+        thought = at.ThinkingBlock(
+            type="thinking", thinking="I need its report.", signature=SIGNATURE
+        )
         content = [
-            at.ThinkingBlock(type="thinking", thinking="I need its report.", signature=SIGNATURE),
+            *([thought] if thinking else []),
             at.TextBlock(type="text", text=f"Looking up {turn.project}."),
             at.ToolUseBlock(
                 type="tool_use",
@@ -124,6 +129,7 @@ class ScriptedClaude(ChatAnthropic):
     """``ChatAnthropic`` with a scripted client; ``payloads`` holds every request it built."""
 
     payloads: list[dict[str, Any]] = Field(default_factory=list)
+    think_before_calls: bool = False
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("model", CLAUDE_MODEL)
@@ -133,7 +139,7 @@ class ScriptedClaude(ChatAnthropic):
 
     def _reply(self, payload: dict[str, Any]) -> at.Message:
         self.payloads.append(payload)
-        return scripted_turn_message(*request_turn(len(self.payloads) - 1))
+        return scripted_turn_message(*request_turn(len(self.payloads) - 1), self.think_before_calls)
 
     def _create(self, payload: dict[str, Any]) -> Any:
         message = self._reply(payload)

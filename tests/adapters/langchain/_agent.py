@@ -24,7 +24,7 @@ from pydantic import Field
 
 from benchmarks._agent_scenario import BUDGET, RULES, TOOL, TURNS, check_request, scripted_answer
 from benchmarks._agent_scenario import tool_result as report_of
-from benchmarks.runtimes._claude import CLAUDE_MODEL, ScriptedClaude, for_judge, request_turn
+from benchmarks.runtimes._claude import ScriptedClaude, for_judge, request_turn
 from benchmarks.runtimes.langchain import lookup_tool, memory_items
 from membrane import CompileResult, ContextCompiler
 from membrane.adapters.langchain import MembraneMiddleware
@@ -32,8 +32,8 @@ from membrane.adapters.langchain import MembraneMiddleware
 __all__ = [
     "ASYNC_MODES",
     "SYNC_MODES",
-    "ScriptedChat",
     "RecordingCompiler",
+    "ScriptedChat",
     "ScriptedClaude",
     "agent_with",
     "arun_turns",
@@ -85,8 +85,7 @@ class RecordingCompiler(ContextCompiler):
 
 
 def new_compiler(budget: int = BUDGET, **options: Any) -> RecordingCompiler:
-    """The scenario's compiler: 3,000 tokens, Claude's cache minimum."""
-    options.setdefault("model_id", f"anthropic/{CLAUDE_MODEL}")
+    """The scenario's compiler, as a user writes it: ``ContextCompiler(3000)``."""
     return RecordingCompiler(budget, **options)
 
 
@@ -104,7 +103,9 @@ def agent_with(model: Any, middleware: Sequence[Any] | None = None, **kwargs: An
     )
 
 
-def run_turns(agent: Any, mode: str, thread: str = "thread-1", turns: int = len(TURNS)) -> list[Any]:
+def run_turns(
+    agent: Any, mode: str, thread: str = "thread-1", turns: int = len(TURNS)
+) -> list[Any]:
     """Play ``turns`` turns through ``agent`` (``invoke`` or ``stream``); the stored messages."""
     config = {"configurable": {"thread_id": thread}}
     for turn in TURNS[:turns]:
@@ -157,7 +158,9 @@ def assert_history_complete(stored: Sequence[BaseMessage], turns: int = len(TURN
         TURNS, (stored[i : i + 4] for i in range(0, len(stored), 4)), strict=False
     ):
         assert isinstance(question, HumanMessage) and question.content == turn.question
-        assert isinstance(call, AIMessage) and call.tool_calls[0]["args"] == {"project": turn.project}
+        assert isinstance(call, AIMessage) and call.tool_calls[0]["args"] == {
+            "project": turn.project
+        }
         assert isinstance(result, ToolMessage) and result.content == report_of(turn)
         assert result.tool_call_id == call.tool_calls[0]["id"]
         assert isinstance(answer, AIMessage) and answer.text == scripted_answer(turn)
