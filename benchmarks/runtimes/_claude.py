@@ -5,8 +5,8 @@ into the Messages API payload as it would for Claude (``_get_request_payload``),
 network call is replaced. The payload is recorded, and the answer comes back through the real
 response parsing (``_format_output``, or the stream events for ``stream``/``astream``), so the
 agent sees what Claude's SDK would give it: native ``tool_use`` blocks beside ``tool_calls``,
-``response_metadata["model_provider"] == "anthropic"``, and with ``think_before_calls=True`` a signed
-``thinking`` block before each call.
+``response_metadata["model_provider"] == "anthropic"``, and with ``think_before_calls=True``
+a signed ``thinking`` block before each call.
 
 The model plays the agent scenario of ``benchmarks._agent_scenario`` in order, whatever it is
 sent (as a scripted fake model does): each turn's first request gets a ``lookup`` call, the
