@@ -29,6 +29,7 @@ from benchmarks._providers import AnthropicMarkedCache
 __all__ = [
     "CLAUDE_MODEL",
     "ScriptedClaude",
+    "cache_form",
     "cache_reads",
     "for_judge",
     "request_turn",
@@ -226,7 +227,7 @@ def _same_form(block: dict[str, Any]) -> dict[str, Any]:
     return block
 
 
-def _cache_request(payload: Mapping[str, Any]) -> dict[str, Any]:
+def cache_form(payload: Mapping[str, Any]) -> dict[str, Any]:
     """The payload in the simulator's form: tools first, then system, then the turns.
 
     A top-level ``cache_control`` (Anthropic's automatic caching) marks the last block.
@@ -252,6 +253,6 @@ def cache_reads(payloads: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
     cache = AnthropicMarkedCache()
     out = []
     for payload in payloads:
-        bill = cache.bill(_cache_request(payload))
+        bill = cache.bill(cache_form(payload))
         out.append((bill.read_tokens, bill.input_tokens))
     return out
