@@ -4,7 +4,7 @@ Both strategies run the same agent on ``ScriptedClaude`` (LangChain's ``ChatAnth
 scripted client, so the real Anthropic payload is built and judged):
 
 - ``membrane``: ``MembraneMiddleware`` over a ``ContextCompiler(3000)``, the memories given
-  to the middleware;
+  to the middleware (its cache markers take Claude's minimum from ``ChatAnthropic.model``);
 - ``summarization``: LangChain's documented context management, ``SummarizationMiddleware``
   (a scripted summariser; it triggers at 2,600 counted tokens of messages, the budget less
   the system prompt and the tool, and keeps the last 1,600, which holds the question) paired with
@@ -16,7 +16,7 @@ Each row is one model request: the judge's token count and findings
 cache (a write at each ``cache_control`` marker, a read of the longest earlier-written prefix
 ending at a marked block within 20 blocks back).
 
-    python -m benchmarks.runtimes.langchain        # both strategies, table and JSON
+    PYTHONPATH=src python -m benchmarks.runtimes.langchain   # both strategies, table, JSON
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from benchmarks._agent_scenario import BUDGET, MEMORIES, RULES, TOOL, TURNS, check_request
 from benchmarks._agent_scenario import tool_result as report_of
 from benchmarks.runtimes._claude import (
-    CLAUDE_MODEL,
     ScriptedClaude,
     cache_reads,
     for_judge,
@@ -83,7 +82,7 @@ def _agent(strategy: str, model: ScriptedClaude) -> Any:
         from membrane import ContextCompiler
         from membrane.adapters.langchain import MembraneMiddleware
 
-        compiler = ContextCompiler(BUDGET, model_id=f"anthropic/{CLAUDE_MODEL}")
+        compiler = ContextCompiler(BUDGET)  # markers follow ChatAnthropic's model
         middleware: list[Any] = [MembraneMiddleware(compiler, memories=memory_items())]
     elif strategy == "summarization":
         summariser = FakeListChatModel(responses=[SUMMARY])
@@ -154,14 +153,8 @@ def main() -> int:
     summaries = {s: _summary(rows) for s, rows in results.items()}
     header = ["strategy", "requests", "over budget", "invalid", "max tokens", "cache-read share"]
     body = [
-        [
-            s,
-            v["requests"],
-            v["over_budget"],
-            v["invalid"],
-            v["max_tokens"],
-            f"{v['cache_read_share']:.1%}",
-        ]
+        [s, *(str(v[k]) for k in ("requests", "over_budget", "invalid", "max_tokens"))]
+        + [f"{v['cache_read_share']:.1%}"]
         for s, v in summaries.items()
     ]
     print(markdown_table(header, body))

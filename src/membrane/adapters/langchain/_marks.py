@@ -43,9 +43,9 @@ def plan_marks(result: CompileResult, model_name: str) -> MarkPlan:
     """The markers :func:`membrane.anthropic_request` would place for ``result``.
 
     ``model_name`` (``ChatAnthropic.model``) gives the cache minimum when the compiler was
-    built without a ``model_id``.
+    built without a ``model_id``; with neither, no prefix is marked.
     """
-    model_id = None if result.report.model_id else f"anthropic/{model_name}"
+    model_id = None if result.report.model_id or not model_name else f"anthropic/{model_name}"
     found = anthropic_cache_marks(result, model_id=model_id)
     cuts: dict[int, set[int]] = {}
     cache = result.report.cache

@@ -109,7 +109,9 @@ class MembraneMiddleware(AgentMiddleware):
             return None
         if self.cache_markers == "auto" and not _is_anthropic(request.model):
             return None
-        return str(getattr(request.model, "model", "") or "claude")
+        model = request.model
+        name = getattr(model, "model", None) or getattr(model, "model_id", None)
+        return name if isinstance(name, str) else ""
 
     def _inputs(self, request: ModelRequest[Any], memories: object) -> ViewInputs:
         cid = self.conversation_id(request) if self.conversation_id else thread_id(request)
