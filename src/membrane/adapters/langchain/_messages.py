@@ -22,6 +22,10 @@ from membrane.errors import InvalidInputError
 
 __all__ = ["from_langchain_messages", "to_langchain_messages"]
 
+# Content blocks that repeat one of the message's tool calls: Claude's native ``tool_use`` and
+# LangChain v1's standard ``tool_call`` (``output_version="v1"``).
+_CALL_BLOCKS = frozenset({"tool_use", "tool_call"})
+
 
 def from_langchain_messages(
     messages: Sequence[BaseMessage | Mapping[str, Any]],
@@ -30,9 +34,11 @@ def from_langchain_messages(
 
     An ``AIMessage`` gives its ``tool_calls`` and ``invalid_tool_calls`` (arguments as the
     model wrote them) as OpenAI tool calls. Claude's messages also carry each call as a native
-    ``tool_use`` block in ``content``; a block whose id is one of the message's calls is left
-    out of the content, so the call is sent once. Other blocks (text, ``thinking`` with its
-    signature) stay as they are.
+    ``tool_use`` block in ``content`` (a streamed one with ``partial_json`` and ``index``), and
+    LangChain v1 content as a ``tool_call`` block; a block whose id is one of the message's
+    calls is left out of the content, so the call is sent once. Calls are matched by id, not
+    by ``response_metadata["model_provider"]``, so a message stored without it reads the same.
+    Other blocks (text, ``thinking`` with its signature) stay as they are.
     """
     out: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
@@ -81,7 +87,7 @@ def _ai_dict(message: AIMessage, where: str) -> dict[str, Any]:
             for block in content
             if not (
                 isinstance(block, Mapping)
-                and block.get("type") == "tool_use"
+                and block.get("type") in _CALL_BLOCKS
                 and block.get("id") in ids
             )
         ] or None

@@ -19,6 +19,7 @@ from membrane.adapters._common import json_ref_map
 from membrane.adapters.langchain._marks import MarkPlan, apply_marks, plan_marks
 from membrane.adapters.langchain._messages import from_langchain_messages, to_langchain_messages
 from membrane.compiler import CompileResult, ContextCompiler
+from membrane.messages import turn_start
 
 __all__ = [
     "CompiledView",
@@ -108,15 +109,16 @@ def prepare(
 ) -> ViewInputs:
     """The compile arguments for ``messages``, with ``system`` as the agent's own prompt."""
     chat = list(messages)
+    history = from_langchain_messages(chat)
     kwargs: dict[str, Any] = {
-        "conversation_messages": from_langchain_messages(chat),
+        "memories": list(memories or ()),
+        "conversation_messages": history,
         "continue_turn": True,
         "agent_persona_prompt": _persona(compiler, system),
         "tools": tool_definitions(tools) if tools else None,
         "conversation_id": conversation_id,
     }
-    kwargs["memories"] = list(memories or ())
-    return ViewInputs(chat, kwargs["conversation_messages"], kwargs, anthropic_model)
+    return ViewInputs(chat, history, kwargs, anthropic_model)
 
 
 def _origins(
@@ -128,7 +130,8 @@ def _origins(
     the kept history ends just before the turn's question and the steps follow it one for
     one. None when the compile does not have that shape.
     """
-    question = max((i for i, m in enumerate(history) if m.get("role") == "user"), default=-1)
+    found = turn_start(history)
+    question = -1 if found is None else found
     steps = len(history) - question - 1
     final = len(compiled) - 1 - steps
     lead = 1 if compiled and compiled[0].get("role") == "system" else 0
@@ -150,7 +153,7 @@ def _rebuilt(
     lead = 1 if compiled and compiled[0].get("role") == "system" else 0
     if origins is None:
         return to_langchain_messages(compiled[lead:])
-    question = chat[max(i for i, m in enumerate(history) if m.get("role") == "user")]
+    question = chat[turn_start(history) or 0]
     out: list[BaseMessage] = []
     for i in range(lead, len(compiled)):
         j = origins.get(i)
