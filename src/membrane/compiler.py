@@ -126,12 +126,12 @@ class ContextCompiler:
             memory_text_max_chars=memory_text_max_chars,
             model_limits=model_limits,
         )
-        self.embedder = embedder
-        self.metrics_callback = metrics_callback
+        self.embedder, self.metrics_callback = embedder, metrics_callback
         self.state_store: StateStore = (
             state_store if state_store is not None else InMemoryStateStore()
         )
         self._scope = StateScope(state_namespace)  # raises on a bad namespace
+        self.state_namespace = self._scope.namespace
         self._counters = CounterChoice(model_id, tokenizer_registry, token_counter)
         self._window, self._turns = WindowPlanner(), TurnFreezer()
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
