@@ -103,3 +103,19 @@ def test_an_over_budget_request_is_sent_flagged_and_logged(
     assert len(model.requests) == 2
     assert _last_answer(stored).response_metadata["membrane"]["budget_exceeded"] is True
     assert "200-token budget" in caplog.text
+
+
+def test_a_callable_giving_the_wrong_thing_says_so() -> None:
+    async def later(request: ModelRequest[Any]) -> list[Any]:
+        return memory_items()
+
+    cases = [
+        (MembraneMiddleware(new_compiler(), memories=later), "awaitable in a sync run"),
+        (MembraneMiddleware(new_compiler(), memories=lambda r: "pref-7"), "list of records"),
+        (MembraneMiddleware(new_compiler(), conversation_id=lambda r: 7), "expected str"),
+    ]
+    for middleware, message in cases:
+        model = ScriptedChat(responses=scripted_responses())
+        with pytest.raises(TypeError, match=message):
+            run_turns(agent_with(model, [middleware]), "invoke", turns=1)
+        assert model.requests == []

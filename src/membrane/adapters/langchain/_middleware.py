@@ -115,6 +115,10 @@ class MembraneMiddleware(AgentMiddleware):
 
     def _inputs(self, request: ModelRequest[Any], memories: object) -> ViewInputs:
         cid = self.conversation_id(request) if self.conversation_id else thread_id(request)
+        if cid is not None and not isinstance(cid, str):
+            raise TypeError(f"conversation_id returned {type(cid).__name__}, expected str or None")
+        if memories is not None and not isinstance(memories, (list, tuple)):
+            raise TypeError(f"memories must be a list of records, got {type(memories).__name__}")
         system = [request.system_message] if request.system_message is not None else []
         return prepare(
             self.compiler,
@@ -122,12 +126,23 @@ class MembraneMiddleware(AgentMiddleware):
             system=system,
             tools=request.tools,
             conversation_id=cid,
-            memories=memories,  # type: ignore[arg-type]
+            memories=memories,
             anthropic_model=self._anthropic_model(request),
         )
 
     def _memories(self, request: ModelRequest[Any]) -> object:
         return self.memories(request) if callable(self.memories) else self.memories
+
+    def _sync_memories(self, request: ModelRequest[Any]) -> object:
+        memories = self._memories(request)
+        if inspect.isawaitable(memories):
+            if inspect.iscoroutine(memories):
+                memories.close()  # never awaited: close it rather than leak a warning
+            raise TypeError(
+                "the memories callable returned an awaitable in a sync run: run the agent "
+                "with ainvoke/astream, or give a sync callable"
+            )
+        return memories
 
     def _request(self, request: ModelRequest[Any], view: CompiledView) -> ModelRequest[Any]:
         """The request the model is sent: the compiled view, and Membrane's markers only."""
@@ -164,7 +179,7 @@ class MembraneMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Compile the call's messages, send the compiled view, tag the answer."""
-        inputs = self._inputs(request, self._memories(request))
+        inputs = self._inputs(request, self._sync_memories(request))
         view = view_of(inputs, self.compiler.compile(**inputs.kwargs))
         return self._answer(handler(self._request(request, view)), view)
 
