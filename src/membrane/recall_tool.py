@@ -44,6 +44,7 @@ from membrane.stages.history import (
 )
 from membrane.state import StateStoreWarning
 from membrane.state.keys import DEFAULT_CONVERSATION, check_id
+from membrane.tokenizers import MemoizedCounter
 
 __all__ = [
     "DEFAULT_RECALL_TOKENS",
@@ -254,7 +255,8 @@ class RecallTool:
 
 def _count_of(compiler: ContextCompiler) -> Count:
     """The compiler's own counter (memoised, shared with its compiles)."""
-    return compiler._counters.for_call().count
+    with compiler.held_history("") as (_tracker, counter):
+        return counter.count
 
 
 @contextmanager
@@ -266,22 +268,19 @@ def _dropped_history(
     """The conversation's tracker, held under its lock while the caller reads it.
 
     The compiler's compiles of the conversation wait meanwhile (and a recall waits for a
-    compile in progress), so a recall never reads a tracker half updated. The tracker, the
-    lock and the key namespace are the compiler's private parts; ``compiler.py`` has no room
-    for an accessor, so this function is the one place that reaches them.
+    compile in progress), so a recall never reads a tracker half updated.
     """
-    with compiler._locks.hold(conversation):
-        tracker = compiler._window.tracker_of(conversation)
+    with compiler.held_history(conversation) as (tracker, counter):
         if tracker is None and messages is not None:
-            tracker = stored_tracker(compiler, conversation, messages, compiler._scope.namespace)
+            tracker = stored_tracker(compiler, counter, conversation, messages)
         yield tracker
 
 
 def stored_tracker(
     compiler: ContextCompiler,
+    counter: MemoizedCounter,
     conversation: str,
     messages: Sequence[Mapping[str, Any]],
-    namespace: str | None = None,
 ) -> HistoryTracker | None:
     """The tracker saved in the compiler's store for ``conversation``, checked against
     ``messages``; None when nothing usable is saved.
@@ -290,6 +289,7 @@ def stored_tracker(
     lines are not those of ``messages``, is set aside with a :class:`StateStoreWarning`; one
     that describes other messages (older, or edited since) is set aside silently.
     """
+    namespace = compiler.state_namespace
     view = StateView(compiler.state_store, conversation, StoreNotes(), namespace)
     saved = view.conversation_state.get("tracker")
     if saved is None:
@@ -297,7 +297,6 @@ def stored_tracker(
     history, _proof, read = check_history(messages, None)
     if read.boundary is not None:  # the tracker starts after the last compaction boundary
         history = history[leading_unit(history) :]
-    counter = compiler._counters.for_call()
     try:
         snapshot = read_snapshot(saved)
     except ValueError as exc:
