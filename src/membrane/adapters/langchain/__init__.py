@@ -22,7 +22,8 @@ Needs the ``langchain`` extra (``langchain-core``, ``langchain`` and ``langgraph
 works, and its output is a :class:`MembranePromptValue`, a ``ChatPromptValue`` that also
 carries the compile's ``ref_map``, ``ref_map_type`` and ``metadata``. Nothing is kept on the
 template, so one template serves concurrent calls (``chain.batch``) and each answer gets the
-ref map of its own request. Every call builds a compiler of its own.
+ref map of its own request. Templates with the same options share one compiler (it is
+thread- and task-safe), so what it learns carries over from call to call.
 """
 
 from __future__ import annotations

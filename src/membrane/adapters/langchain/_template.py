@@ -13,7 +13,7 @@ from langchain_core.prompts import BasePromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
 from pydantic import Field
 
-from membrane.adapters._common import new_compiler
+from membrane.adapters._common import shared_compiler
 from membrane.adapters.langchain._messages import from_langchain_messages, to_langchain_messages
 from membrane.compiler import CompileResult
 from membrane.errors import InvalidInputError
@@ -85,7 +85,7 @@ class MembranePromptTemplate(BasePromptTemplate[str]):
         }
         memories = [_as_memory(m) for m in values.get(self.memories_key) or ()]
         history = from_langchain_messages(values.get(self.history_key) or ())
-        return new_compiler(self.max_tokens, options).compile(
+        return shared_compiler(self.max_tokens, options).compile(
             memories,
             str(values[self.question_key]),
             conversation_messages=history,
