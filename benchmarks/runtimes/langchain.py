@@ -152,9 +152,9 @@ def main() -> int:
     results = {s: run(s) for s in STRATEGIES}
     summaries = {s: _summary(rows) for s, rows in results.items()}
     header = ["strategy", "requests", "over budget", "invalid", "max tokens", "cache-read share"]
+    counts = ("requests", "over_budget", "invalid", "max_tokens")
     body = [
-        [s, *(str(v[k]) for k in ("requests", "over_budget", "invalid", "max_tokens"))]
-        + [f"{v['cache_read_share']:.1%}"]
+        [s, *(str(v[k]) for k in counts), f"{v['cache_read_share']:.1%}"]
         for s, v in summaries.items()
     ]
     print(markdown_table(header, body))
