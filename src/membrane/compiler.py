@@ -39,13 +39,14 @@ from membrane.request import (
 )
 from membrane.result import CompileResult, CostQuote
 from membrane.stages.agent import check_tools_change
-from membrane.stages.final import FinalInput, fit_final, fit_system
+from membrane.stages.final import FinalInput, fit_system
 from membrane.stages.preflight import (
     PreflightCache,
     SyncCompressor,
     async_analyst,
     summarise_middle,
 )
+from membrane.stages.turn import TurnFreezer
 from membrane.stages.values import Offer
 from membrane.stages.window import WindowInput, WindowPlanner
 from membrane.state import InMemoryStateStore, StateStore, forget_conversation
@@ -132,7 +133,7 @@ class ContextCompiler:
         )
         self._scope = StateScope(state_namespace)  # raises on a bad namespace
         self._counters = CounterChoice(model_id, tokenizer_registry, token_counter)
-        self._window = WindowPlanner()
+        self._window, self._turns = WindowPlanner(), TurnFreezer()
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
         # Per conversation: what its last validated history proved (see check_history).
         self._checked: LRUCache[str, CheckedPrefix] = LRUCache(_MAX_CONVERSATIONS)
@@ -167,20 +168,22 @@ class ContextCompiler:
         new_session: bool = False,
         message_token_counts: Sequence[int | None] | None = None,
         speakers: Mapping[str, str] | None = None,
+        continue_turn: bool | None = None,
         debug: bool = False,
     ) -> CompileResult:
         """Compile one turn (each argument: docs/history.md, docs/agents.md).
 
-        ``memories`` are :class:`~membrane.records.MemoryItem` rows (or objects with ``id`` and
-        ``memory_kind``), cited ``[Mem:N]`` in their order. ``conversation_messages`` (OpenAI,
-        Responses items or Anthropic shape) are sent as given, cut from the oldest end in
-        chunks after the last compaction; ``conversation_id`` names their state. ``tools``, images,
-        ``reserve_output_tokens`` count against the budget. ``history_version`` vouches that
-        the history only grew; ``message_token_counts`` are taken on trust; ``new_session``
-        marks a cold cache; ``speakers`` names who writes each role. Thread- and task-safe.
+        ``memories`` (:class:`~membrane.records.MemoryItem` rows) are cited ``[Mem:N]`` in order.
+        ``conversation_messages`` (OpenAI, Responses or Anthropic shape) are sent as given, cut
+        oldest first in chunks after the last compaction; ``conversation_id`` names their state.
+        ``tools``, images, ``reserve_output_tokens`` count against the budget. ``history_version``
+        vouches that the history only grew; ``message_token_counts`` are taken on trust;
+        ``new_session`` marks a cold cache; ``speakers`` names who writes each role;
+        ``continue_turn`` continues the history's last question. Thread- and task-safe.
         """
+        turn = (user_message, last_assistant_turn, agent_persona_prompt, dynamic_directives)
         args = CompileArgs(
-            TurnArgs(user_message, last_assistant_turn, agent_persona_prompt, dynamic_directives),
+            TurnArgs(*turn, continue_turn),
             MemoryArgs(memories, tier_by_memory_id, middle_extras, compress_sync),
             HistoryArgs(
                 conversation_messages, history_version, message_token_counts, new_session, speakers
@@ -193,7 +196,8 @@ class ContextCompiler:
         notes, watch = StoreNotes(), start_watch(profile)
         request = self._request(args, notes)
         watch.lap("normalise")
-        offer = compress_offer(request.offer, compress_sync, request.budget.count, user_message)
+        question = request.text.user_message
+        offer = compress_offer(request.offer, compress_sync, request.budget.count, question)
         watch.lap("layout")
         with self._locks.hold(request.history.conversation):
             return self._compile(request, offer, notes, watch)
@@ -206,28 +210,22 @@ class ContextCompiler:
         state = self._scope.view(self.state_store, request.history.conversation, notes)
         tools_changed = check_tools_change(request.agent, state)
         semantic = self._semantic.call() if self._semantic is not None else None
+        steps = request.steps
         if settings.memory_placement == "system":
+            budget = replace(request.budget, counted=request.budget.counted - steps.tokens)
             overhead = settings.message_overhead_tokens
-            fitted = fit_system(
-                request.text, request.history.messages, offer, request.budget, overhead
-            )
+            fitted = fit_system(request.text, request.history.messages, offer, budget, overhead)
             rendered = render_system(request, offer, fitted, semantic, settings, tools_changed)
         else:
             images = request.agent.images.tokens
             window_in = WindowInput(
-                request.history, request.text, request.budget, offer.texts(), images
+                request.history, request.text, request.budget, offer.texts(), images, steps.tokens
             )
             window = self._window.plan(window_in, state, settings.window)
             watch.lap("history")
-            final_in = FinalInput(
-                request.text,
-                offer,
-                request.budget,
-                semantic,
-                request.options,
-                request.history.writers,
-            )
-            final = fit_final(final_in, window, settings.final)
+            options, writers = request.options, request.history.writers
+            final_in = FinalInput(request.text, offer, request.budget, semantic, options, writers)
+            final = self._turns.fit(final_in, window, settings.final, steps, request.history)
             watch.lap("fit")
             rendered = render_end(request, offer, window, final, semantic, settings, tools_changed)
         watch.lap("render")
@@ -274,6 +272,7 @@ class ContextCompiler:
         with self._locks.hold(conversation_id):
             forget_conversation(self.state_store, conversation_id, self._scope.namespace)
             self._window.forget(conversation_id)
+            self._turns.forget(conversation_id)
             self._checked.discard_where(lambda c: c == conversation_id)
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
