@@ -29,6 +29,7 @@ from membrane.adapters.openai_agents import (
     chain_filters,
     membrane_input_filter,
 )
+from tests.adapters.openai_agents._sdk import own_loop
 
 
 def _filter() -> MembraneInputFilter:
@@ -53,10 +54,11 @@ async def _run_turns(
 
 
 def _run_sync_turns(agent: Agent[Any], config: RunConfig, session: SQLiteSession) -> list[str]:
-    return [
-        str(Runner.run_sync(agent, t.question, session=session, run_config=config).final_output)
-        for t in TURNS
-    ]
+    with own_loop():
+        return [
+            str(Runner.run_sync(agent, t.question, session=session, run_config=config).final_output)
+            for t in TURNS
+        ]
 
 
 def _judge(model: ScriptedModel) -> None:
