@@ -271,3 +271,29 @@ def test_a_history_opening_with_a_compaction_item_starts_there() -> None:
     assert result.metadata["compaction_boundary"] == len(before)
     sent = openai_responses_request(result)["input"][1:-1]
     assert sent == [compaction, *ITEMS]
+
+
+def test_a_continued_turn_sends_the_items_back_around_its_question_message() -> None:
+    question = next(i for i, item in enumerate(ITEMS) if i and item.get("role") == "user")
+    history = ITEMS[: question + 6]  # the question, its reasoning, two calls and outputs
+    compiler = ContextCompiler(40_000, model_id="openai/gpt-5.1", core_content="Be brief.")
+    result = compiler.compile([], conversation_messages=history, continue_turn=True)
+    sent = openai_responses_request(result)["input"]
+    assert sent[0]["role"] == "system"
+    assert json.dumps(sent[1 : question + 1]) == json.dumps(history[:question])
+    assert sent[question + 1]["content"].endswith(history[question]["content"])
+    assert json.dumps(sent[question + 2 :]) == json.dumps(history[question + 1 :])
+
+
+def test_a_compaction_item_just_before_the_question_is_kept() -> None:
+    compaction = _dump(
+        ResponseCompactionItem(id="cmp_2", type="compaction", encrypted_content="gAAAAB" + "z" * 80)
+    )
+    history = [{"role": "user", "content": "Old."}, compaction, *ITEMS[:4]]
+    compiler = ContextCompiler(40_000, model_id="openai/gpt-5.1")
+    result = compiler.compile([], conversation_messages=history, continue_turn=True)
+    assert result.metadata["compaction_boundary"] == 1
+    sent = openai_responses_request(result)["input"]
+    assert sent[1] == compaction
+    assert sent[2]["role"] == "user" and sent[2]["content"].endswith(ITEMS[0]["content"])
+    assert sent[3:] == ITEMS[1:4]

@@ -14,8 +14,9 @@ them into the chat form every stage reads, and keeps the item(s) each message ca
   output are kept or cut together, like any tool pair;
 - every other item (reasoning, server-run tools, compaction, an item reference, written with
   or without its type...) has no chat form: it is *opaque*, and joins the message of the next
-  item, the call or answer it leads to. Trailing opaque items form an assistant message of
-  their own with empty text.
+  item, the call or answer it leads to. Opaque items followed by a user's message, or by
+  nothing, lead to nothing the model wrote: they form an assistant message of their own with
+  empty text (so a compaction item just before a question is never folded into it).
 
 A local shell output names its call by ``call_id`` (as the Agents SDK writes it) or by ``id``
 (as the API documents it). Opaque items are counted as their JSON text (:func:`opaque_text`),
@@ -255,6 +256,7 @@ class _Reader:
         elif kind in _OUTPUTS:
             message = _output(item)
         elif kind == "message":
+            self.before_person(item)
             message = {"role": item.get("role"), "content": _content(item.get("content"))}
         else:
             if not self.pending:
@@ -264,6 +266,12 @@ class _Reader:
         message[ITEMS_KEY] = item
         self.emit(message, i)
         self.open_call = kind in _CALLS
+
+    def before_person(self, item: Mapping[str, Any]) -> None:
+        """Opaque items before a user's message lead to nothing of the model's: they stand
+        alone (a compaction item stays in the history when that message is the question)."""
+        if item.get("role") == "user":
+            self.finish(self.start + len(self.pending))
 
     def finish(self, n: int) -> None:
         if self.pending:
@@ -288,6 +296,7 @@ def read_items(items: Sequence[Any], field: str = "conversation_messages") -> It
             reader.item(i, item)
             continue
         reader.open_call = False
+        reader.before_person(item)
         if not reader.pending:
             reader.out.append(item)  # type: ignore[arg-type]
             reader.spans.append((i, i + 1))

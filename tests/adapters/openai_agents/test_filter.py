@@ -213,10 +213,13 @@ def test_hosted_and_compaction_items_in_the_session_go_back_verbatim() -> None:
         await Runner.run(agent, "And now?", session=session, run_config=config)
 
     asyncio.run(conversation())
-    sent = list(model.calls[-1].input)
-    assert sent[0] == compaction.model_dump(exclude_unset=True)  # the history starts there
-    assert search.model_dump(exclude_unset=True) in sent
-    assert all(item.get("content") != "old" for item in sent)
+    first, last = list(model.calls[0].input), list(model.calls[-1].input)
+    # The compaction item just before the run's question stays, first: the history starts there.
+    assert first[0] == compaction.model_dump(exclude_unset=True)
+    assert first[1]["role"] == "user" and first[1]["content"].endswith("Search for atlas.")
+    assert last[0] == compaction.model_dump(exclude_unset=True)
+    assert search.model_dump(exclude_unset=True) in last
+    assert all(item.get("content") != "old" for item in first + last)
 
 
 def test_importing_the_adapter_loads_the_sdk_and_membrane_alone_does_not() -> None:
