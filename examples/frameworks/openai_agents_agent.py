@@ -19,7 +19,7 @@ from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_messag
 from membrane import ContextCompiler, MemoryItem
 from membrane.adapters.openai_agents import membrane_input_filter
 
-BUDGET = 1500
+BUDGET = 2500
 ORDERS = ["A-100", "B-200", "C-300", "D-400", "E-500", "F-600"]
 
 
@@ -46,9 +46,7 @@ def retrieve(_data: object) -> list[MemoryItem]:
 
 async def main() -> None:
     model = ScriptedModel([ModelStep.respond(think) for _ in range(2 * len(ORDERS))])
-    agent = Agent(
-        name="support", instructions="Answer briefly.", tools=[order_status], model=model
-    )
+    agent = Agent(name="support", instructions="Answer briefly.", tools=[order_status], model=model)
     session = SQLiteSession("customer-42")
 
     # The integration: a compiler, a filter, the run config.
@@ -62,14 +60,16 @@ async def main() -> None:
         )
         compiled = membrane_filter.last_result
         assert compiled is not None
-        cited = [compiled.ref_map[int(n)] for n in re.findall(r"\[Mem:(\d+)\]", result.final_output)]
+        cited = [
+            compiled.ref_map[int(n)] for n in re.findall(r"\[Mem:(\d+)\]", result.final_output)
+        ]
         tokens = compiled.metadata["token_count"] + compiled.metadata["message_framing_tokens"]
         print(f"{order}: {result.final_output}  cited {cited}  prompt {tokens} of {BUDGET}")
         assert cited == ["crm-ana"] and not compiled.report.budget_exceeded
 
     stored = await session.get_items()
-    print(f"session keeps {len(stored)} items; the last model call was sent "
-          f"{len(model.calls[-1].input)}")
+    sent = len(model.calls[-1].input)
+    print(f"session keeps {len(stored)} items; the last model call was sent {sent} items")
     assert len(stored) == 4 * len(ORDERS)  # question, call, report, answer: nothing lost
 
 
