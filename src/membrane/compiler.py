@@ -7,7 +7,8 @@ The algorithms live in ``membrane.stages``; this module only wires them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -56,7 +57,9 @@ from membrane.tokenizers import CounterChoice, TokenCounter
 
 if TYPE_CHECKING:
     from membrane.profile import MembraneProfile
+    from membrane.stages.history import HistoryTracker as Tracker
     from membrane.stages.preflight import AsyncCompressor, PreFlightAnalyst
+    from membrane.tokenizers import MemoizedCounter as Counter
     from membrane.tokenizers import TokenizerRegistry
 
 __all__ = ["CompileMetrics", "CompileResult", "ContextCompiler", "CostQuote", "Embedder", "Region"]
@@ -126,12 +129,12 @@ class ContextCompiler:
             memory_text_max_chars=memory_text_max_chars,
             model_limits=model_limits,
         )
-        self.embedder = embedder
-        self.metrics_callback = metrics_callback
+        self.embedder, self.metrics_callback = embedder, metrics_callback
         self.state_store: StateStore = (
             state_store if state_store is not None else InMemoryStateStore()
         )
         self._scope = StateScope(state_namespace)  # raises on a bad namespace
+        self.state_namespace = self._scope.namespace
         self._counters = CounterChoice(model_id, tokenizer_registry, token_counter)
         self._window, self._turns = WindowPlanner(), TurnFreezer()
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
@@ -245,11 +248,9 @@ class ContextCompiler:
     ) -> CompileResult:
         """Like :meth:`compile`, off the event loop when it could hold it (:mod:`.off_loop`).
 
-        ``compress_async`` (``async``, awaited holding no lock) summarises the memories on offer
-        when they exceed ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens. With a ``redis.asyncio``
-        ``redis_client`` and a ``conversation_id``, summaries are cached in Redis
-        (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
-        """
+        ``compress_async`` (awaited holding no lock) summarises memories over
+        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens, cached in a ``redis.asyncio``
+        ``redis_client`` per ``conversation_id`` (``metadata["preflight_cache"]``)."""
         cache = PreflightCache.for_call(redis_client, kwargs, self._scope.namespace)
         analyst = async_analyst(compress_async, compress_fn)
         count = self._counters.for_call(kwargs.get("tokenizer_registry")).count
@@ -275,6 +276,12 @@ class ContextCompiler:
             self._turns.forget(conversation_id)
             self._checked.discard_where(lambda c: c == conversation_id)
 
+    @contextmanager
+    def held_history(self, conversation_id: str) -> Iterator[tuple[Tracker | None, Counter]]:
+        """The conversation's tracker in memory (or None) and the counter, under its lock."""
+        with self._locks.hold(conversation_id):
+            yield self._window.tracker_of(conversation_id), self._counters.for_call()
+
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
 
@@ -286,17 +293,12 @@ class ContextCompiler:
         if self.settings.fixed_token_scale is not None:
             return self.settings.fixed_token_scale
         with self._locks.hold(("scale", report.model_id)):  # one model's observations take turns
-            calibration = self._scope.observe(
-                self.state_store, report.model_id, report.sent_tokens, actual
-            )
-        return calibration.scale
+            sent, store = report.sent_tokens, self.state_store
+            return self._scope.observe(store, report.model_id, sent, actual).scale
 
     def observe_usage(self, result: CompileResult, usage: object) -> float:
-        """:meth:`observe` with the provider's response, its usage or a dict of its fields.
-
-        The whole prompt is read per provider (``membrane.providers.usage``); a stream's final
-        usage works too. Returns the scale now.
-        """
+        """:meth:`observe` with the provider's response, its usage (a stream's final one too)
+        or a dict of its fields, read per provider (``membrane.providers.usage``)."""
         return self.observe(result, prompt_tokens_from_usage(usage))
 
     def estimate(
@@ -315,8 +317,7 @@ class ContextCompiler:
 
     def token_scale_for(self, model_id: str | None = None) -> float:
         """The token scale the next compile for ``model_id`` will use."""
-        fixed = self.settings.fixed_token_scale
-        if fixed is not None:
+        if (fixed := self.settings.fixed_token_scale) is not None:
             return fixed
         model = model_id if model_id is not None else self.settings.model_id
         return self._scope.calibration(self.state_store, model).scale

@@ -189,9 +189,12 @@ def _end_cache(
 ) -> CacheReport:
     """Where the cacheable prefix ends with end placement: after the system message (core and
     index) and after the kept history."""
-    budget, overhead = request.budget, settings.message_overhead_tokens
+    budget, overhead, steps = request.budget, settings.message_overhead_tokens, request.steps
     count, lead = budget.count, request.agent.tools_tokens
     system_tokens = count(window.system_text)
+    prefix = lead + system_tokens + overhead + window.kept_tokens
+    last = len(window.kept) + 1 + len(steps.messages)
+    turn = (last, prefix + fitted.tokens + overhead + steps.tokens) if steps.messages else None
     return cache_report(
         settings.model_id,
         enabled=request.options.use_prompt_caching_split,
@@ -199,10 +202,11 @@ def _end_cache(
         core_chars=core_chars,
         system_tokens=lead + system_tokens + overhead,
         history_messages=len(window.kept),
-        prefix_tokens=lead + system_tokens + overhead + window.kept_tokens,
+        prefix_tokens=prefix,
         tail_tokens=fitted.tokens + overhead,
         token_scale=budget.scale,
         capabilities=budget.capabilities,
+        turn=turn,
     )
 
 

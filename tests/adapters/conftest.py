@@ -36,6 +36,7 @@ if CREWAI_ENV:
         "test_llamaindex.py",
         "test_haystack.py",
         "test_examples.py",
+        "test_recall_tools.py",
     ]
 
 

@@ -197,6 +197,9 @@ class WindowPlanner:
             boundary=history.boundary,
         )
 
+    def tracker_of(self, conversation: str) -> HistoryTracker | None:  # read it under its lock
+        return self._trackers.find(lambda k: k[0] == conversation)
+
     def forget(self, conversation: str) -> None:
         """Drop what this planner keeps of ``conversation`` (its tracker and system text)."""
         self._trackers.discard_where(lambda k: k[0] == conversation)
