@@ -37,6 +37,7 @@ if CREWAI_ENV:
         "test_haystack.py",
         "test_examples.py",
         "test_recall_tools.py",
+        "pydantic_ai",
     ]
 
 

@@ -16,7 +16,7 @@ from membrane import CompilerPool, ContextCompiler, InMemoryStateStore, RedisSta
 from membrane.backend import compile_prompt_async
 from membrane.errors import InvalidInputError
 from membrane.records import MemoryItem
-from membrane.state.erase import erase
+from membrane.erase import erase
 from membrane.state.keys import conversation_key, scoped_conversation
 
 LONG = [
