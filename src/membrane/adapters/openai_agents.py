@@ -150,6 +150,13 @@ class MembraneInputFilter:
             raise TypeError(
                 f"compiler must be a membrane.ContextCompiler, got {type(compiler).__name__}"
             )
+        if compiler.settings.memory_placement != "end":
+            raise InvalidInputError(
+                "membrane_input_filter needs a compiler with memory_placement='end' (the "
+                "default): with 'system' the whole prompt is one system text, and the SDK would "
+                "send an empty input",
+                field="memory_placement",
+            )
         self.compiler = compiler
         self.memories = memories
         self.conversation_id = conversation_id
@@ -173,7 +180,12 @@ class MembraneInputFilter:
         return source(data) if callable(source) else source
 
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
-        """The compiled input for this model call (see the module)."""
+        """The compiled input for this model call (see the module).
+
+        A history with no user message has no question to continue (the SDK's
+        ``nest_handoff_history`` folds the transcript into one assistant message): the compile
+        raises :class:`~membrane.InvalidInputError`, which stops the run.
+        """
         result = await self.compiler.compile_async(
             await self._memories(data),
             conversation_messages=[_plain(item) for item in data.model_data.input],
@@ -186,9 +198,9 @@ class MembraneInputFilter:
         if self.on_compile is not None:
             self.on_compile(result, data)
         items = openai_responses_request(result, cache_breakpoints=False)["input"]
-        if not items or items[0].get("role") != "system":
-            raise InvalidInputError("the compiled input does not open with Membrane's system text")
-        return ModelInputData(input=items[1:], instructions=_instructions(items[0]))
+        if not items or items[0].get("role") != "system":  # no rules, persona or index
+            return ModelInputData(input=items, instructions=None)
+        return ModelInputData(input=items[1:], instructions=_instructions(items[0]) or None)
 
 
 def membrane_input_filter(

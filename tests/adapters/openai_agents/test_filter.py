@@ -20,7 +20,7 @@ from openai.types.responses import ResponseCompactionItem, ResponseFunctionWebSe
 from benchmarks._agent_scenario import RULES, TURNS
 from benchmarks.runtimes.openai_agents import build_agent, lookup_tool, memory_records
 from benchmarks.runtimes.openai_agents import scripted_model as scenario_model
-from membrane import CompileResult, ContextCompiler, MemoryItem
+from membrane import CompileResult, ContextCompiler, InvalidInputError, MemoryItem
 from membrane.adapters.openai_agents import (
     agent_tool_definitions,
     chain_filters,
@@ -239,6 +239,25 @@ def test_importing_the_adapter_loads_the_sdk_and_membrane_alone_does_not() -> No
 def test_a_wrong_compiler_is_refused() -> None:
     with pytest.raises(TypeError, match="ContextCompiler"):
         membrane_input_filter(object())  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="memory_placement='end'") as caught:
+        membrane_input_filter(ContextCompiler(3000, memory_placement="system"))
+    assert caught.value.field == "memory_placement"
+
+
+def _data(items: list[Any], instructions: str | None) -> CallModelData[Any]:
+    given = ModelInputData(input=items, instructions=instructions)
+    return CallModelData(model_data=given, agent=Agent(name="x"), context=None)
+
+
+def test_a_history_without_a_question_is_refused_and_empty_instructions_are_none() -> None:
+    compiler = ContextCompiler(3000, include_interrupt_instruction=False)
+    membrane_filter = membrane_input_filter(compiler)
+    summary = [{"role": "assistant", "content": "Transcript so far: ..."}]
+    with pytest.raises(InvalidInputError, match="needs a question"):
+        asyncio.run(membrane_filter(_data(summary, "Be brief.")))
+    out = asyncio.run(membrane_filter(_data([{"role": "user", "content": "Hi"}], None)))
+    assert out.instructions is None
+    assert out.input == [{"role": "user", "content": "--- Current user message ---\nHi"}]
 
 
 def test_a_function_tool_switched_off_is_not_counted() -> None:
