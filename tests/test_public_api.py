@@ -139,3 +139,79 @@ def test_import_is_light() -> None:
 
 def test_py_typed_is_shipped() -> None:
     assert (resources.files("membrane") / "py.typed").is_file()
+
+
+# What a cold start must not pay for: the event loop and network stack, the Redis store, the
+# stress sampler, the request builders and profile modules a plain compile never calls.
+_NOT_NEEDED_TO_COMPILE = (
+    "asyncio",
+    "ssl",
+    "socket",
+    "membrane.backend",
+    "membrane.stress",
+    "membrane.state.redis",
+    "membrane.providers.anthropic",
+    "membrane.providers.openai",
+    "membrane.providers.gemini",
+    "membrane.profile._classify",
+    "membrane.profile._dedup",
+    "membrane.lod",
+    "membrane.longform",
+    "membrane.cli",
+)
+
+
+def _loaded_after(code: str, names: tuple[str, ...]) -> list[str]:
+    script = (
+        "import json, sys\n"
+        f"{code}\n"
+        f"print(json.dumps(sorted(n for n in {list(names)!r} if n in sys.modules)))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=120,
+    )
+    loaded: list[str] = json.loads(out.stdout)
+    return loaded
+
+
+def test_import_membrane_loads_no_module_of_the_library() -> None:
+    """``import membrane`` loads only the package itself: every public name comes on use."""
+    names = ("logging", "membrane.compiler", "membrane.tokenizers", "membrane.records")
+    assert _loaded_after("import membrane", names + _NOT_NEEDED_TO_COMPILE) == []
+
+
+def test_a_first_compile_loads_only_what_compiling_needs() -> None:
+    code = (
+        "from membrane import ContextCompiler, MemoryItem\n"
+        "compiler = ContextCompiler(2000, core_content='Be brief.')\n"
+        "history = [{'role': 'user', 'content': 'Hi.'},\n"
+        "           {'role': 'assistant', 'content': 'Hello.'}]\n"
+        "compiler.compile([MemoryItem(id='m', content='Likes tea.')], 'Tea?',\n"
+        "                 conversation_messages=history)\n"
+    )
+    assert _loaded_after(code, _NOT_NEEDED_TO_COMPILE) == []
+
+
+def test_lazy_names_and_submodules_resolve_on_use() -> None:
+    code = (
+        "import membrane\n"
+        "assert membrane.ContextCompiler.__module__ == 'membrane.compiler'\n"
+        "assert membrane.tokenizers.count_tokens('hello world') == 2\n"
+        "from membrane.providers import anthropic_request\n"
+        "from membrane.state import RedisStateStore\n"
+        "import membrane.profile as profile\n"
+        "assert callable(profile.classify_query)\n"
+        "try:\n"
+        "    membrane.no_such_name\n"
+        "except AttributeError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise SystemExit('no AttributeError')\n"
+    )
+    assert _loaded_after(code, ("membrane.stages.history",)) == ["membrane.stages.history"]

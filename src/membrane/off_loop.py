@@ -11,7 +11,6 @@ thread holds the conversation's lock as any caller does.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -86,4 +85,6 @@ async def run_off_loop(store: StateStore, call: Callable[[], R], *, heavy: bool 
     """
     if type(store) is InMemoryStateStore and not heavy:
         return call()
+    import asyncio  # here, not at import: a process that never awaits a compile skips it
+
     return await asyncio.to_thread(call)

@@ -6,7 +6,6 @@ The compiler takes :class:`MemoryItem` rows, the typed records below, or any obj
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from membrane import config
 from membrane.errors import InvalidInputError
+from membrane.memo import key_bytes, memoised
 from membrane.prompt_text import memory_body as memory_body_text
 
 __all__ = [
@@ -296,7 +296,7 @@ def kind_and_body(
     if type(note_kind) is str and type(confidence) is float and confidence > 0.0:
         # MemoryItem's own field types: safe as a memo key (0.0 and -0.0, equal keys that
         # print differently, are left out).
-        return (kind, *_memoised_body(kind, content, note_kind, confidence, cap))
+        return (kind, *_memoised_body((kind, content, note_kind, confidence, cap)))
     return (kind, *_body(kind, content, note_kind, confidence, cap))
 
 
@@ -311,8 +311,10 @@ def _body(
     return memory_body_text(_LABEL_BY_KIND[kind], note_kind, text, conf), shortened
 
 
-# The same memories are offered again on many turns.
-_memoised_body = functools.lru_cache(maxsize=4096)(_body)
+@memoised(0.04, key_bytes)
+def _memoised_body(key: tuple[str, str, str, float, int | None]) -> tuple[str, bool]:
+    """:func:`_body` of ``key``'s fields: the same memories are offered again on many turns."""
+    return _body(*key)
 
 
 def memory_text(memory: object) -> str:

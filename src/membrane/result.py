@@ -9,7 +9,6 @@ from typing import Any, TypeAlias
 from membrane.messages import message_text
 from membrane.regions import Region, RegionMarks
 from membrane.report import CompileReport
-from membrane.stress import sample_load
 
 __all__ = ["ChatMessage", "CompileResult", "CostQuote"]
 
@@ -77,6 +76,8 @@ class CompileResult:
             "debug_trace": self.debug_trace,
         }
         if environment:
+            from membrane.stress import sample_load  # the stress module, only when asked
+
             snapshot["environment"] = sample_load()
         return snapshot
 

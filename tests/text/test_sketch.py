@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 
 import pytest
 from hypothesis import given
@@ -131,11 +132,15 @@ def test_remembered_counters_stay_bounded_and_match_a_fresh_hash(
 ) -> None:
     from membrane.text import sketch as module
 
-    monkeypatch.setattr(module, "_MAX_REMEMBERED", 8)
+    # Room for eight entries of these words (each word's bytes and the entry's own).
+    room = 8 * (sys.getsizeof("word10") + module._ENTRY_BYTES)
+    monkeypatch.setattr(module, "_MAX_REMEMBERED_BYTES", room)
     monkeypatch.setattr(module, "_REMEMBERED", {})
+    monkeypatch.setattr(module, "_remembered_bytes", 0)
     words = [f"word{i}" for i in range(50)]
     first = [module._buckets(w) for w in words]
     assert len(module._REMEMBERED) <= 8
+    assert module._remembered_bytes <= room
     module._REMEMBERED.clear()
     assert [module._buckets(w) for w in words] == first  # the same counters once forgotten
     sketch = TermSketch()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import os
 import subprocess
@@ -84,6 +85,22 @@ def test_single_printable_bytes_have_their_byte_order_ranks() -> None:
         enc = load_encoding(name)
         for byte in range(0x21, 0x7F):
             assert enc.encode_single_token(bytes([byte])) == byte - 0x21
+
+
+@pytest.mark.parametrize("name", BUNDLED_ENCODINGS)
+def test_ranks_are_read_as_tiktoken_parses_them(name: str) -> None:
+    """The loader takes each token's rank from its line number: the pinned files number
+    their tokens 0, 1, 2 ... in order, and the result is tiktoken's own parse of the file."""
+    raw = gzip.decompress(
+        (SRC / "membrane" / "tokenizers" / "data" / f"{name}.tiktoken.gz").read_bytes()
+    )
+    column = [int(rank) for rank in raw.split()[1::2]]
+    assert column == list(range(len(column)))
+    parsed = {}
+    for line in raw.splitlines():
+        token, rank = line.split()
+        parsed[base64.b64decode(token)] = int(rank)
+    assert _bundled._read_ranks(name) == parsed
 
 
 def test_load_encoding_is_cached_and_rejects_unknown_names() -> None:

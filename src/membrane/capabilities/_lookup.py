@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import math
 import os
 import threading
@@ -44,7 +43,13 @@ __all__ = [
     "resolve_model_id",
 ]
 
-logger = logging.getLogger("membrane.capabilities")
+
+def _warn(message: str, *args: object) -> None:
+    """Log a warning on the ``membrane.capabilities`` logger."""
+    import logging  # here, not at import: most processes never warn, and a cold start saves it
+
+    logging.getLogger("membrane.capabilities").warning(message, *args)
+
 
 _BUNDLED_NAME = "llm_capabilities.json"
 _lock = threading.Lock()
@@ -228,7 +233,7 @@ def _lookup(model_id: str | None) -> tuple[ParsedMap, Match | None]:
         if len(_warned) >= _MAX_WARNED:
             _warned.clear()  # a process that invents ids must not grow without bound
         _warned.add(model_id)
-        logger.warning(
+        _warn(
             "model %r is not in the capability map: no context cap, no prompt caching, "
             "token scale 1.0 (add it through LLM_CAPABILITY_MAP_PATH)",
             model_id,

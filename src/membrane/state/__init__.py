@@ -7,14 +7,32 @@ and per model, the token-scale calibration. Both are small JSON-serialisable dic
 
 from __future__ import annotations
 
-from membrane.state.forget import forget_conversation
-from membrane.state.memory import InMemoryStateStore
-from membrane.state.protocol import STATE_FORMAT_VERSION, StateStore, StateStoreWarning
-from membrane.state.redis import (
-    RedisStateStore,
-    get_ref_map_for_conversation,
-    set_ref_map_for_conversation,
-)
+import typing
+
+from membrane._lazy import lazy_exports as _lazy_exports
+
+if typing.TYPE_CHECKING:
+    from membrane.state.forget import forget_conversation
+    from membrane.state.memory import InMemoryStateStore
+    from membrane.state.protocol import STATE_FORMAT_VERSION, StateStore, StateStoreWarning
+    from membrane.state.redis import (
+        RedisStateStore,
+        get_ref_map_for_conversation,
+        set_ref_map_for_conversation,
+    )
+
+# Where each name lives: imported on first use (see membrane._lazy).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "membrane.state.forget": ("forget_conversation",),
+    "membrane.state.memory": ("InMemoryStateStore",),
+    "membrane.state.protocol": ("STATE_FORMAT_VERSION", "StateStore", "StateStoreWarning"),
+    "membrane.state.redis": (
+        "RedisStateStore",
+        "get_ref_map_for_conversation",
+        "set_ref_map_for_conversation",
+    ),
+}
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "STATE_FORMAT_VERSION",

@@ -12,7 +12,6 @@ time raises :class:`~membrane.errors.StoreUnavailable`.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Mapping
 from typing import Any
@@ -59,6 +58,8 @@ def async_client_from_url(url: str | None = None) -> Any:
 
 
 async def _bounded(call: Awaitable[Any], what: str) -> Any:
+    import asyncio  # here: a process that never awaits Redis does not import the event loop
+
     deadline = config.store_deadline_seconds()
     try:
         return await asyncio.wait_for(call, timeout=deadline)

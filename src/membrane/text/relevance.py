@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from types import MappingProxyType
 from typing import Protocol
+
+from membrane.memo import key_bytes, mapping_bytes, memoised
 
 __all__ = [
     "STATEMENT_WEIGHT",
@@ -207,7 +209,7 @@ def _ascii_words(text: str) -> list[str]:
     return pieces  # no piece starts or ends with a mark: nothing to strip
 
 
-@functools.lru_cache(maxsize=65_536)
+@memoised(0.15, key_bytes)
 def content_words(text: str) -> tuple[str, ...]:
     """Lower-cased words of ``text`` without stopwords, in order (duplicates kept).
 
@@ -217,7 +219,7 @@ def content_words(text: str) -> tuple[str, ...]:
     return tuple([w for w in words if w and w not in STOPWORDS])
 
 
-@functools.lru_cache(maxsize=16_384)
+@memoised(0.08, key_bytes)
 def content_word_set(text: str) -> frozenset[str]:
     """``frozenset(content_words(text))``, computed from the distinct words only.
 
@@ -232,7 +234,7 @@ def content_word_set(text: str) -> frozenset[str]:
     return frozenset(words)
 
 
-@functools.lru_cache(maxsize=65_536)
+@memoised(0.05, key_bytes)
 def marked_words(text: str) -> tuple[str, ...]:
     """Lower-cased content words written with a capital or a digit, after the first word.
 
@@ -249,7 +251,7 @@ _VOWELS = frozenset("aeiouy")
 _KEPT_DOUBLES = frozenset("lsz")
 
 
-@functools.lru_cache(maxsize=65_536)
+@memoised(0.04, sys.getsizeof)
 def stem(word: str) -> str:
     """``word`` (a lower-cased content word) with its common English endings taken off.
 
@@ -364,7 +366,7 @@ def query_weights(query: str) -> Mapping[str, float]:
     return _query_weights(query)
 
 
-@functools.lru_cache(maxsize=1024)
+@memoised(0.01, mapping_bytes)
 def _query_weights(query: str) -> Mapping[str, float]:
     sentences, asks = _asked_sentences(query)
     weights: dict[str, float] = {}

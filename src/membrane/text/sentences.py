@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import re
+
+from membrane.memo import key_bytes, memoised
 
 __all__ = [
     "DEPENDENT_OPENERS",
@@ -32,7 +33,7 @@ def split_sentences(text: str) -> list[str]:
     return list(_split(text))
 
 
-@functools.lru_cache(maxsize=16_384)
+@memoised(0.15, key_bytes)
 def _split(text: str) -> tuple[str, ...]:
     # Memoised: messages and memories are split again on every turn they are in play.
     out = []

@@ -17,10 +17,12 @@ import binascii
 import hashlib
 import math
 import sys
+import threading
 import zlib
 from array import array
 from collections.abc import Iterable
 
+from membrane.memo import memo_bytes, register_memo
 from membrane.text.relevance import TermStats, content_words
 
 __all__ = ["SKETCH_WIDTH", "TermSketch"]
@@ -33,21 +35,45 @@ _RAW_BYTES = 2 * _ROWS * SKETCH_WIDTH
 
 
 # Each word's counters, remembered in a plain dict: a sketch reads them for every word of
-# every new message and dropped sentence, and a dict lookup costs a fraction of an
-# lru_cache hit. Cleared when full (rehashing a word is about a microsecond).
+# every new message and dropped sentence, and a dict lookup costs a fraction of a call.
+# Cleared when its bytes reach its share of the process-wide memos (rehashing a word is about
+# a microsecond).
 _REMEMBERED: dict[str, tuple[int, int]] = {}
-_MAX_REMEMBERED = 65_536
+_MAX_REMEMBERED_BYTES = int(0.06 * memo_bytes())
+# An entry besides its word: the pair, its two ints, the dictionary's slot.
+_ENTRY_BYTES = 56 + 2 * 32 + 100
+_remembered_bytes = 0
+_lock = threading.Lock()
+
+
+def _held() -> int:
+    return _remembered_bytes
+
+
+def _forget() -> None:
+    global _remembered_bytes
+    with _lock:
+        _REMEMBERED.clear()
+        _remembered_bytes = 0
+
+
+register_memo(_held, _forget)
 
 
 def _buckets(word: str) -> tuple[int, int]:
     """The word's counter in each row (BLAKE2b: Python's own str hash differs per process)."""
+    global _remembered_bytes
     found = _REMEMBERED.get(word)
     if found is None:
         h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
         found = (h & 0xFFFFFFFF) % SKETCH_WIDTH, SKETCH_WIDTH + (h >> 32) % SKETCH_WIDTH
-        if len(_REMEMBERED) >= _MAX_REMEMBERED:
-            _REMEMBERED.clear()
-        _REMEMBERED[word] = found
+        cost = sys.getsizeof(word) + _ENTRY_BYTES
+        with _lock:
+            if _remembered_bytes + cost > _MAX_REMEMBERED_BYTES:
+                _REMEMBERED.clear()
+                _remembered_bytes = 0
+            _REMEMBERED[word] = found
+            _remembered_bytes += cost
     return found
 
 

@@ -6,12 +6,12 @@ it, a turn that asks nothing against what each kept message states.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from membrane.memo import mapping_bytes, memoised
 from membrane.stages.history._passages import Passage, Postings, RecalledPassage, stated_memo
 from membrane.stages.history._score import MAX_POSTINGS_SCANNED, telling_words
 from membrane.stages.history._speakers import NO_WRITERS, Writers
@@ -93,7 +93,7 @@ def window_cover(
     return WindowCover(telling, tuple(held), asks, writers)
 
 
-@functools.lru_cache(maxsize=16_384)
+@memoised(0.1, mapping_bytes)
 def _stated_text(text: str) -> Mapping[str, float]:
     """:func:`stated_memo` of ``text``'s sentences (a kept message's, read on every turn)."""
     return stated_memo(tuple(split_sentences(text)))

@@ -8,7 +8,6 @@ the layout of a pasted log or export does not pass for content.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import string
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from itertools import chain, pairwise
 from operator import truediv
 
+from membrane.memo import key_bytes, memoised
 from membrane.prompt_text import index_block, index_entry
 from membrane.stages.history._shared import Count, is_request
 from membrane.text.relevance import TermStats, content_words, marked_words
@@ -82,6 +82,11 @@ class _Reading:
     specifics: list[frozenset[str]]
     # discounted density, -1 for a sentence too long to be a keyframe
     density: list[float]
+
+
+def _shaped_bytes(value: tuple[tuple[str, ...], tuple[str, ...], frozenset[str], int]) -> int:
+    words, shapes, shape_set, _ = value
+    return key_bytes(value) + key_bytes(words) + key_bytes(shapes) + key_bytes(shape_set)
 
 
 def _has_digit(word: str) -> bool:
@@ -159,7 +164,7 @@ def _densities(sentences: Sequence[str], stats: TermStats) -> tuple[list[float],
     return plain, distinct
 
 
-@functools.lru_cache(maxsize=16_384)
+@memoised(0.08, _shaped_bytes)
 def _shaped_words(
     sentence: str,
 ) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], int]:

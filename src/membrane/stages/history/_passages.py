@@ -6,12 +6,12 @@ content word's stem and a weight) is what recall's inverted index files it under
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple
 
+from membrane.memo import key_bytes, mapping_bytes, memoised
 from membrane.prompt_text import recalled_line
 from membrane.stages.history._shared import Count, is_request
 from membrane.text.relevance import content_words, stem
@@ -124,7 +124,7 @@ class _Sentence(NamedTuple):
     leans_back: bool
 
 
-@functools.lru_cache(maxsize=65_536)
+@memoised(0.12, lambda s: key_bytes(s) + key_bytes(s.stems))
 def _read_sentence(sentence: str) -> _Sentence:
     """Memoised: the sentences of a message are read when it is checked in the window and
     again as a passage once it is dropped."""
@@ -140,7 +140,7 @@ def sentence_stems(sentence: str) -> tuple[str, ...]:
     return _read_sentence(sentence).stems
 
 
-@functools.lru_cache(maxsize=16_384)
+@memoised(0.1, mapping_bytes)
 def stated_memo(sentences: tuple[str, ...]) -> Mapping[str, float]:
     """:func:`stated_words`, memoised and read-only."""
     # Memoised: a passage's words are read again whenever a query matches it, a

@@ -1,0 +1,170 @@
+"""Process-wide memos of functions of text, bounded by the bytes they hold.
+
+The text stages read the same sentences and messages again on every turn (the kept window is
+checked each turn, a dropped message is read when it leaves), so the word lists, sentence
+splits and stated words they derive are memoised. Those memos are shared by every compiler in
+the process, which makes their size a server's concern: each one is bounded by the bytes its
+entries hold, together at most :func:`memo_bytes` (:data:`DEFAULT_MEMO_BYTES`, or the
+``MEMBRANE_MEMO_BYTES`` environment variable read when this module is first imported).
+
+A memo keeps two generations of entries: new ones go to the young generation, and when its
+entries reach half the memo's bytes the old generation is dropped and the young one takes its
+place; an entry found in the old generation moves back to the young one. What is still in use
+survives, a full memo never forgets everything at once, and the bytes held stay under the
+bound. An entry's bytes are counted generously (every object it holds, shared ones included,
+plus the dictionary's own slot), so the real memory stays under the count. A value too large
+for half of its memo is computed and returned without being kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, TypeVar
+
+__all__ = [
+    "DEFAULT_MEMO_BYTES",
+    "clear_memos",
+    "key_bytes",
+    "mapping_bytes",
+    "memo_bytes",
+    "memoised",
+    "memos_held_bytes",
+    "register_memo",
+    "strings_bytes",
+]
+
+#: What all process-wide memos may hold together unless ``MEMBRANE_MEMO_BYTES`` says otherwise.
+DEFAULT_MEMO_BYTES = 16 * 2**20
+# A dictionary slot in either generation (its entry, its share of the index and the table's
+# spare room), counted on top of the key and the value.
+_SLOT_BYTES = 100
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+_size = sys.getsizeof
+
+
+def _read_total() -> int:
+    raw = os.environ.get("MEMBRANE_MEMO_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_MEMO_BYTES
+    try:
+        total = int(raw)
+    except ValueError:
+        raise ValueError(f"MEMBRANE_MEMO_BYTES must be an integer, got {raw!r}") from None
+    if total < 0:
+        raise ValueError(f"MEMBRANE_MEMO_BYTES must not be negative, got {total}")
+    return total
+
+
+_TOTAL = _read_total()
+# Each memo's count of the bytes it holds, and how to empty it.
+_HOLDERS: list[tuple[Callable[[], int], Callable[[], None]]] = []
+
+
+def memo_bytes() -> int:
+    """What the process-wide memos may hold together, in bytes."""
+    return _TOTAL
+
+
+def memos_held_bytes() -> int:
+    """What the process-wide memos hold now, by their own count."""
+    return sum(held() for held, _ in _HOLDERS)
+
+
+def clear_memos() -> None:
+    """Empty every process-wide memo (a test or a benchmark starting from cold)."""
+    for _, clear in _HOLDERS:
+        clear()
+
+
+def register_memo(held: Callable[[], int], clear: Callable[[], None]) -> None:
+    """Count a memo kept by hand (a plain dict on a hot path) with the others."""
+    _HOLDERS.append((held, clear))
+
+
+def strings_bytes(strings: Iterable[object]) -> int:
+    """The bytes of the objects in ``strings`` (each counted, shared or not)."""
+    return sum(map(_size, strings))
+
+
+def key_bytes(key: object) -> int:
+    """The bytes of a string, or of a tuple or frozenset and the objects in it."""
+    if isinstance(key, (tuple, frozenset)):
+        return _size(key) + strings_bytes(key)
+    return _size(key)
+
+
+def mapping_bytes(mapping: Mapping[str, object]) -> int:
+    """The bytes of a mapping of words to numbers (a read-only view counted with its dict)."""
+    return 2 * _size(mapping) + strings_bytes(mapping) + 32 * len(mapping)
+
+
+class _Generations:
+    """The two generations of one memo, and the bytes they hold (see the module)."""
+
+    __slots__ = ("half", "held", "lock", "old", "old_bytes", "young", "young_bytes")
+
+    def __init__(self, max_bytes: int) -> None:
+        self.half = max_bytes // 2
+        self.young: dict[Any, Any] = {}
+        self.old: dict[Any, Any] = {}
+        self.young_bytes = 0
+        self.old_bytes = 0
+        self.held = 0
+        self.lock = threading.Lock()
+
+    def keep(self, key: object, value: object, cost: int) -> None:
+        with self.lock:
+            if key in self.young:
+                return
+            if self.young_bytes + cost > self.half:
+                # The young dict stays the same object (the memo reads it without a lock).
+                self.old = dict(self.young)
+                self.old_bytes = self.young_bytes
+                self.young.clear()
+                self.young_bytes = 0
+            self.young[key] = value
+            self.young_bytes += cost
+            self.held = self.young_bytes + self.old_bytes
+
+    def clear(self) -> None:
+        with self.lock:
+            self.young.clear()
+            self.old = {}
+            self.young_bytes = self.old_bytes = self.held = 0
+
+
+def memoised(
+    share: float, value_bytes: Callable[[Any], int]
+) -> Callable[[Callable[[K], V]], Callable[[K], V]]:
+    """Memoise a function of one hashable argument whose result is never None, in ``share``
+    of :func:`memo_bytes`; ``value_bytes`` counts a result's bytes (the key's are added)."""
+
+    def decorate(fn: Callable[[K], V]) -> Callable[[K], V]:
+        memo = _Generations(int(share * _TOTAL))
+        register_memo(lambda: memo.held, memo.clear)
+        young_get = memo.young.get
+
+        def miss(key: K) -> V:
+            value: V | None = memo.old.get(key)
+            if value is None:
+                value = fn(key)
+            cost = key_bytes(key) + value_bytes(value) + _SLOT_BYTES
+            if cost <= memo.half:
+                memo.keep(key, value, cost)
+            return value
+
+        @functools.wraps(fn)
+        def lookup(key: K) -> V:
+            value: V | None = young_get(key)
+            return miss(key) if value is None else value
+
+        return lookup
+
+    return decorate
