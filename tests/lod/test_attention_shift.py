@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import sys
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import membrane
-from membrane import config, lod
+from membrane import config
 from membrane.errors import InvalidInputError
 from membrane.lod import (
     LOD_ATTENTION_SHIFT_COSINE_THRESHOLD,
@@ -99,9 +100,9 @@ def test_without_numpy_the_answer_is_false(monkeypatch: pytest.MonkeyPatch) -> N
     def embed(texts: list[str]) -> list[list[float]]:
         return [[1.0, 0.0]] * (len(texts) - 1) + [[0.0, 1.0]]
 
-    real = lod.importlib.util.find_spec
+    real = importlib.util.find_spec
     monkeypatch.setattr(
-        lod.importlib.util,
+        importlib.util,
         "find_spec",
         lambda name, *a: None if name == "numpy" else real(name, *a),
     )
