@@ -5,12 +5,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import threading
+from concurrent.futures import Executor
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from membrane.errors import EmbedderUnavailable, InvalidInputError
 from membrane.lod._files import missing_packages, package_dir, verified_bytes
+from membrane.text.semantic import EMBED_WAIT_SECONDS, check_background
 
 __all__ = ["EMBED_EXTRA", "MINILM_INT8_SHA256", "LocalEmbedder", "local_embedder", "tokenizer_json"]
 
@@ -49,10 +51,22 @@ class LocalEmbedder:
     #: another model) flags 99% of follow-ups.
     attention_shift_threshold = 0.89
 
-    def __init__(self, model_path: Path, expected_sha256: str | None, threads: int) -> None:
+    def __init__(
+        self,
+        model_path: Path,
+        expected_sha256: str | None,
+        threads: int,
+        *,
+        executor: Executor | None = None,
+        wait_seconds: float | None = EMBED_WAIT_SECONDS,
+    ) -> None:
         self.model_path = model_path
         self.expected_sha256 = expected_sha256
         self.threads = threads
+        #: Where a compiler runs this model, off the request path (None: on the compiling
+        #: thread), and how long a compile waits for its vectors (see membrane.text.semantic).
+        self.executor = executor
+        self.wait_seconds = wait_seconds
         self._lock = threading.Lock()
         self._loaded: tuple[Any, Any, Any] | None = None
 
@@ -153,6 +167,8 @@ def local_embedder(
     *,
     expected_sha256: str | None = MINILM_INT8_SHA256,
     threads: int = 1,
+    executor: Executor | None = None,
+    wait_seconds: float | None = EMBED_WAIT_SECONDS,
 ) -> LocalEmbedder:
     """The bundled offline embedder (all-MiniLM-L6-v2, int8 ONNX), ready to pass as ``embedder=``.
 
@@ -162,11 +178,18 @@ def local_embedder(
     is read and verified on the first call. Raises :class:`membrane.EmbedderUnavailable` with
     the command to run when something is missing.
 
+    ``executor`` (one thread is enough; you own it and shut it down) moves the model off the
+    request path: a compiler hands it each message's passages as they arrive, and a compile
+    that needs a vector not made yet waits at most ``wait_seconds`` (None: as long as it takes),
+    then ranks by words and reports ``semantic_vectors_pending``. Without it, vectors are made
+    on the compiling thread when first needed, and the same inputs give the same bytes.
+
     >>> from membrane import ContextCompiler
     >>> compiler = ContextCompiler(max_tokens=8000, embedder=local_embedder())  # doctest: +SKIP
     """
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise InvalidInputError(f"threads must be a positive int, got {threads!r}", field="threads")
+    check_background(executor, wait_seconds)
     missing = missing_packages(_LOCAL_PACKAGES)
     if missing:
         raise EmbedderUnavailable(
@@ -186,4 +209,6 @@ def local_embedder(
         raise EmbedderUnavailable(
             f"no embedding model at {path}; {EMBED_EXTRA}", embedder=str(path)
         )
-    return LocalEmbedder(path, expected_sha256, threads)
+    return LocalEmbedder(
+        path, expected_sha256, threads, executor=executor, wait_seconds=wait_seconds
+    )

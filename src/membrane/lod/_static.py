@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import struct
 import threading
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
 from membrane.errors import EmbedderUnavailable
 from membrane.lod._files import missing_packages, package_dir, verified_bytes
+from membrane.text.semantic import EMBED_WAIT_SECONDS, check_background
 
 __all__ = [
     "STATIC_EXTRA",
@@ -57,11 +59,17 @@ class StaticEmbedder:
         tokenizer_path: Path,
         expected_sha256: str | None,
         tokenizer_sha256: str | None,
+        *,
+        executor: Executor | None = None,
+        wait_seconds: float | None = EMBED_WAIT_SECONDS,
     ) -> None:
         self.weights_path = weights_path
         self.tokenizer_path = tokenizer_path
         self.expected_sha256 = expected_sha256
         self.tokenizer_sha256 = tokenizer_sha256
+        #: As for :class:`membrane.lod.LocalEmbedder`; rarely worth it for a model this fast.
+        self.executor = executor
+        self.wait_seconds = wait_seconds
         self._lock = threading.Lock()
         self._loaded: tuple[Any, Any, Any] | None = None
 
@@ -153,17 +161,21 @@ def static_embedder(
     *,
     expected_sha256: str | None = WORDLLAMA_256_SHA256,
     tokenizer_sha256: str | None = _TOKENIZER_SHA256,
+    executor: Executor | None = None,
+    wait_seconds: float | None = EMBED_WAIT_SECONDS,
 ) -> StaticEmbedder:
     """The static offline embedder (WordLlama 256-d), ready to pass as ``embedder=``.
 
     The files default to the ones the ``static`` extra installs (PyPI package ``wordllama``);
     files you name must match the digests unless you pass None for them. Raises
     :class:`membrane.EmbedderUnavailable` with the command to run when a package or a file is
-    missing; the files are read and verified on the first call.
+    missing; the files are read and verified on the first call. ``executor`` and
+    ``wait_seconds`` are as for :func:`membrane.lod.local_embedder`.
 
     >>> from membrane import ContextCompiler
     >>> compiler = ContextCompiler(max_tokens=8000, embedder=static_embedder())  # doctest: +SKIP
     """
+    check_background(executor, wait_seconds)
     missing = missing_packages(_PACKAGES)
     root = package_dir(_PACKAGE)
     if root is None and (weights_path is None or tokenizer_path is None):
@@ -180,4 +192,11 @@ def static_embedder(
             raise EmbedderUnavailable(
                 f"no model file at {path}; {STATIC_EXTRA}", embedder=str(path)
             )
-    return StaticEmbedder(weights, tokens, expected_sha256, tokenizer_sha256)
+    return StaticEmbedder(
+        weights,
+        tokens,
+        expected_sha256,
+        tokenizer_sha256,
+        executor=executor,
+        wait_seconds=wait_seconds,
+    )
