@@ -27,6 +27,7 @@ installed (the ``lod`` or ``embed`` extra); without NumPy the answer is always F
 
 from __future__ import annotations
 
+from membrane.lod._default import SharedEmbedder, default_embedder
 from membrane.lod._fastembed import FastembedEmbedder, fastembed_embedder
 from membrane.lod._local import (
     MINILM_INT8_SHA256,
@@ -47,9 +48,11 @@ __all__ = [
     "WORDLLAMA_256_SHA256",
     "FastembedEmbedder",
     "LocalEmbedder",
+    "SharedEmbedder",
     "StaticEmbedder",
     "compute_attention_shift",
     "compute_attention_shift_with_embeddings",
+    "default_embedder",
     "explain_attention_shift",
     "fastembed_embedder",
     "local_embedder",

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from membrane import config
 from membrane.errors import InvalidInputError
+from membrane.lod._default import Default, default_embedder
+from membrane.lod._local import EMBED_EXTRA
 
 if TYPE_CHECKING:
     from membrane.text.semantic import Embedder
@@ -71,7 +73,7 @@ def compute_attention_shift(
     current_message: str,
     threshold: float | None = None,
     *,
-    embedder: Embedder | None = None,
+    embedder: Embedder | Default | None = "default",
 ) -> bool:
     """Whether ``current_message`` leaves the topic of ``recent_user_messages``.
 
@@ -79,10 +81,11 @@ def compute_attention_shift(
     them with :func:`compute_attention_shift_with_embeddings`. The threshold is, in order:
     ``threshold``, the ``LOD_ATTENTION_SHIFT_COSINE_THRESHOLD`` variable, the embedder's own
     ``attention_shift_threshold`` attribute (0.89 for :func:`local_embedder`), 0.35.
-    Nothing is embedded implicitly:
-    without an ``embedder`` (for instance :func:`local_embedder`), without NumPy, with no recent
-    messages, or when the embedder raises or returns the wrong number of vectors, the answer is
-    False.
+    ``embedder="default"`` (the default) is the ``embed`` extra's model, shared by the process
+    and loaded on first use; ``embedder=None`` embeds nothing. The answer is False without a
+    model (None, or the default without the extra), without NumPy, with no recent messages, or
+    when the embedder raises or returns the wrong number of vectors;
+    :func:`explain_attention_shift` says which.
     """
     return bool(
         explain_attention_shift(recent_user_messages, current_message, threshold, embedder)[0]
@@ -93,12 +96,17 @@ def explain_attention_shift(
     recent_user_messages: Sequence[str],
     current_message: str,
     threshold: float | None = None,
-    embedder: Embedder | None = None,
+    embedder: Embedder | Default | None = "default",
 ) -> tuple[bool | None, str | None]:
     """:func:`compute_attention_shift`'s verdict, or None and the reason none was computed."""
     recent = [m for m in recent_user_messages if m.strip()]
-    if embedder is None:
-        return None, "no embedder was passed (embedder=, e.g. membrane.lod.local_embedder())"
+    model = default_embedder() if embedder == "default" else embedder
+    if model is None:
+        if embedder is None:
+            return None, "no embedder was passed (embedder=, e.g. membrane.lod.local_embedder())"
+        return None, f"the embed extra is not installed for the default model: {EMBED_EXTRA}"
+    if not callable(model):
+        raise TypeError(f'embedder must be callable, "default" or None, got {embedder!r}')
     if not recent:
         return None, "no earlier user message to compare with"
     if not current_message.strip():
@@ -106,13 +114,13 @@ def explain_attention_shift(
     if importlib.util.find_spec("numpy") is None:
         return None, "numpy is not installed"
     try:
-        vectors = embedder([*recent, current_message])
+        vectors = model([*recent, current_message])
     except Exception as exc:  # the caller's model: a failure means no answer, as in compile
         return None, f"the embedder failed: {type(exc).__name__}: {exc}"
     if len(vectors) != len(recent) + 1:
         return None, f"the embedder returned {len(vectors)} vectors for {len(recent) + 1} texts"
     if threshold is None:
-        own = getattr(embedder, "attention_shift_threshold", None)
+        own = getattr(model, "attention_shift_threshold", None)
         default = float(own) if isinstance(own, (int, float)) else 0.35
         threshold = config.lod_attention_shift_cosine_threshold(default)
     return compute_attention_shift_with_embeddings(vectors[:-1], vectors[-1], threshold), None
