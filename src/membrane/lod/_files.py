@@ -5,21 +5,34 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 from membrane.errors import EmbedderUnavailable
 
-__all__ = ["missing_packages", "package_dir", "verified_bytes"]
+__all__ = ["installed", "missing_packages", "package_dir", "verified_bytes"]
+
+
+def installed(module: str) -> bool:
+    """Whether a top-level module can be imported, found without importing it."""
+    return _spec(module) is not None
+
+
+def _spec(module: str) -> ModuleSpec | None:
+    try:
+        return importlib.util.find_spec(module)
+    except ImportError:  # an import hook that refuses the name: not installed for us
+        return None
 
 
 def missing_packages(packages: Sequence[tuple[str, str]]) -> list[str]:
     """The distributions whose module (``(module, distribution)`` pairs) cannot be imported."""
-    return [dist for module, dist in packages if importlib.util.find_spec(module) is None]
+    return [dist for module, dist in packages if not installed(module)]
 
 
 def package_dir(package: str) -> Path | None:
     """Where an installed top-level package lives, found without importing it."""
-    spec = importlib.util.find_spec(package)
+    spec = _spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations)))

@@ -8,7 +8,6 @@ component, so similarities move by about 1e-4 and only near ties can change orde
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import operator
 import struct
@@ -81,11 +80,10 @@ _NUMPY: list[Any] = []
 def _numpy() -> Any:
     """NumPy when it is installed (imported on first use, never at package import), else None."""
     if not _NUMPY:
-        found = importlib.util.find_spec("numpy") is not None
-        if found:
+        try:
             import numpy
-
-            _NUMPY.append(numpy)
-        else:
+        except ImportError:
             _NUMPY.append(None)
+        else:
+            _NUMPY.append(numpy)
     return _NUMPY[0]
