@@ -129,6 +129,7 @@ def test_every_page_with_examples_is_known() -> None:
         "errors.md",
         "lod.md",
         "longform.md",
+        "recall_tool.md",
     }
 
 

@@ -35,7 +35,7 @@ SEED_EXTRAS = {
     "llm-openai": {"openai": "membrane/compressors.py"},
     "llm-anthropic": {"anthropic": "membrane/compressors.py"},
     "langchain": {"langchain-core": "membrane/adapters/langchain.py"},
-    "llamaindex": {"llama-index-core": "membrane/adapters/llamaindex.py"},
+    "llamaindex": {"llama-index-core": "membrane/adapters/llamaindex/_postprocessor.py"},
     "crewai": {"crewai": "membrane/adapters/crewai.py"},
     "haystack": {"haystack-ai": "membrane/adapters/haystack.py"},
     "tokenizers": {

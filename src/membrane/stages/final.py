@@ -87,6 +87,8 @@ class FittedFinal:
     tokens: int
     choice: list[FitChoice]
     recall_reason: str | None = None
+    #: A continued turn's earlier final message, sent again unchanged.
+    reused: bool = False
 
     def report(self, offered: int) -> FitReport:
         """This stage's part of the compile's report (``offered``: items on offer)."""
