@@ -34,7 +34,11 @@ SEED_EXTRAS = {
     "pydantic": {"pydantic": "membrane/models.py"},
     "llm-openai": {"openai": "membrane/compressors.py"},
     "llm-anthropic": {"anthropic": "membrane/compressors.py"},
-    "langchain": {"langchain-core": "membrane/adapters/langchain.py"},
+    "langchain": {
+        "langchain-core": "membrane/adapters/langchain/_messages.py",
+        "langchain": "membrane/adapters/langchain/_middleware.py",
+        "langgraph": "membrane/adapters/langchain/_middleware.py",
+    },
     "llamaindex": {"llama-index-core": "membrane/adapters/llamaindex/_postprocessor.py"},
     "crewai": {"crewai": "membrane/adapters/crewai.py"},
     "haystack": {"haystack-ai": "membrane/adapters/haystack.py"},

@@ -38,6 +38,7 @@ if CREWAI_ENV:
         "test_haystack.py",
         "test_examples.py",
         "test_recall_tools.py",
+        "langchain",
         "pydantic_ai",
     ]
 
