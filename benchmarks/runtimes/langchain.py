@@ -147,7 +147,8 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> int:
-    from benchmarks._report import machine, markdown_table, write_result
+    """Print the table; ``python -m benchmarks.agent_runtimes`` writes the results file."""
+    from benchmarks._report import markdown_table
 
     results = {s: run(s) for s in STRATEGIES}
     summaries = {s: _summary(rows) for s, rows in results.items()}
@@ -158,10 +159,6 @@ def main() -> int:
         for s, v in summaries.items()
     ]
     print(markdown_table(header, body))
-    write_result(
-        "runtime_langchain",
-        {"machine": machine(), "budget": BUDGET, "summary": summaries, "rows": results},
-    )
     return 0
 
 

@@ -221,9 +221,9 @@ class ContextCompiler:
             rendered = render_system(request, offer, fitted, semantic, settings, tools_changed)
         else:
             images = request.agent.images.tokens
-            room = self._turns.room(request.history, steps, budget)
+            room, held = self._turns.room(request.history, steps, budget, offer)
             texts = offer.texts()
-            window_in = WindowInput(request.history, request.text, budget, texts, images, room)
+            window_in = WindowInput(request.history, request.text, budget, texts, images, held)
             window = self._window.plan(window_in, state, settings.window)
             watch.lap("history")
             options, writers = request.options, request.history.writers

@@ -193,8 +193,9 @@ def _end_cache(
     count, lead = budget.count, request.agent.tools_tokens
     system_tokens = count(window.system_text)
     prefix = lead + system_tokens + overhead + window.kept_tokens
-    last = len(window.kept) + 1 + len(steps.messages)
-    turn = (last, prefix + fitted.tokens + overhead + steps.tokens) if steps.messages else None
+    question = (len(window.kept) + 1, prefix + fitted.tokens + overhead)
+    last = (question[0] + len(steps.messages), question[1] + steps.tokens)
+    turn = (question, last if steps.messages else None) if steps.continued else None
     return cache_report(
         settings.model_id,
         enabled=request.options.use_prompt_caching_split,

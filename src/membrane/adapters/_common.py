@@ -10,7 +10,7 @@ from membrane.compile_state import LRUCache
 from membrane.compiler import CompileResult, ContextCompiler
 from membrane.messages import message_text
 
-__all__ = ["json_ref_map", "kept_memory_lines", "new_compiler", "shared_compiler"]
+__all__ = ["json_ref_map", "kept_memory_lines", "shared_compiler"]
 
 _MEM_LINE = re.compile(r"^\[Mem:(\d+)\] ", re.MULTILINE)
 
@@ -40,8 +40,6 @@ def _key_of(value: Any) -> Any:
         return ("id", id(value))
     return value
 
-
-new_compiler = shared_compiler
 
 
 def kept_memory_lines(result: CompileResult) -> dict[int, str]:

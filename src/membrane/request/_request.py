@@ -27,6 +27,7 @@ from membrane.request._turn import TurnSplit, fit_steps, split_turn, wants_turn
 from membrane.stages.agent import AgentInputs, agent_inputs
 from membrane.stages.history import Writers, check_speakers
 from membrane.stages.layout import ContextLayoutEngine
+from membrane.stages.turn import memory_room
 from membrane.stages.values import (
     NO_STEPS,
     Budget,
@@ -183,18 +184,25 @@ def normalise(
         budget=budget,
         label=label,
         report_policies=profile is not None and bool(profile.policies or profile.must_include),
-        steps=_steps(split, text, budget, agent, settings.message_overhead_tokens),
+        steps=_steps(split, text, budget, agent, offer, settings.message_overhead_tokens),
     )
 
 
 def _steps(
-    split: TurnSplit | None, text: TurnText, budget: Budget, agent: AgentInputs, overhead: int
+    split: TurnSplit | None,
+    text: TurnText,
+    budget: Budget,
+    agent: AgentInputs,
+    offer: Offer,
+    overhead: int,
 ) -> TurnSteps:
-    """A continued turn's steps, fitted to what the core and the question leave."""
+    """A continued turn's steps, fitted to what the core, the question and the memories'
+    share (:func:`memory_room`) leave."""
     if split is None:
         return NO_STEPS
     count = budget.count
     room = budget.counted - count(text.core) - count(text.end_text) - 2 * overhead
+    room -= memory_room(offer, budget)
     return fit_steps(split, room, count, overhead, agent.images.tokens)
 
 

@@ -18,10 +18,13 @@ from dataclasses import dataclass, replace
 
 from membrane.compile_state import LRUCache
 from membrane.stages.final import FinalInput, FinalSettings, FittedFinal, fit_final
-from membrane.stages.values import Budget, HistoryRequest, TurnSteps
+from membrane.stages.values import Budget, HistoryRequest, Offer, TurnSteps
 from membrane.stages.window import MAX_CONVERSATIONS, HistoryWindow
 
-__all__ = ["TurnFreezer"]
+__all__ = ["MEMORY_SHARE", "TurnFreezer", "memory_room"]
+
+#: The most of the budget a continued turn keeps for its memories before history and steps.
+MEMORY_SHARE = 0.25
 
 _Key = tuple[str, int, tuple[str, ...], str, int]
 
@@ -30,6 +33,13 @@ _Key = tuple[str, int, tuple[str, ...], str, int]
 class _Frozen:
     key: _Key
     final: FittedFinal
+
+
+def memory_room(offer: Offer, budget: Budget) -> int:
+    """What a continued turn keeps for the memories on offer: all of their lines, up to
+    :data:`MEMORY_SHARE` of the budget. An agent's turn grows by tool results the memories
+    must not give way to: they are the turn's context, sent once in its question message."""
+    return min(sum(offer.line_tokens(budget.count)), int(MEMORY_SHARE * budget.counted))
 
 
 def _key(given: FinalInput, window: HistoryWindow, history_length: int) -> _Key:
@@ -48,14 +58,18 @@ class TurnFreezer:
         )
         self._largest: LRUCache[str, int] = LRUCache(MAX_CONVERSATIONS)
 
-    def room(self, history: HistoryRequest, steps: TurnSteps, budget: Budget) -> int:
-        """The tokens this call sets aside for the turn's steps (0 for a new question)."""
+    def room(
+        self, history: HistoryRequest, steps: TurnSteps, budget: Budget, offer: Offer
+    ) -> tuple[int, int]:
+        """The tokens this call sets aside for the turn's steps (0 for a new question), and
+        what the history window leaves beside the question: the steps' room and the memories'."""
         if not steps.continued:
-            return 0
+            return 0, 0
         largest = self._largest.get(history.conversation) or 0
         if steps.tokens > largest:
             self._largest.put(history.conversation, steps.tokens)
-        return max(steps.tokens, min(largest, budget.counted // 2))
+        room = max(steps.tokens, min(largest, budget.counted // 2))
+        return room, room + memory_room(offer, budget)
 
     def fit(
         self,
