@@ -28,7 +28,7 @@ DROPIN = DROPIN_PYPROJECT["project"]
 
 # The seed's install table: each extra, and a module of ours that uses what it installs.
 SEED_EXTRAS = {
-    "lod": {"numpy": "membrane/lod.py", "fastembed": "membrane/lod.py"},
+    "lod": {"numpy": "membrane/lod/_shift.py", "fastembed": "membrane/lod/_fastembed.py"},
     "redis": {"redis": "membrane/state/async_redis.py"},
     "stress": {"psutil": "membrane/stress.py"},
     "pydantic": {"pydantic": "membrane/models.py"},

@@ -245,6 +245,7 @@ def _common_report(
         budget_exceeded=sent_tokens > budget_counted,
         semantic_ranking=semantic is not None and semantic.used,
         semantic_ranking_error=semantic.error if semantic is not None else None,
+        semantic_vectors_pending=semantic.pending if semantic is not None else 0,
         agent=_agent_report(request, kept, tools_changed),
     )
 

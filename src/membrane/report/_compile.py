@@ -44,6 +44,9 @@ class CompileReport:
     cache: CacheReport | None = None
     semantic_ranking: bool = False
     semantic_ranking_error: str | None = None
+    #: With an embedder on an executor: the most texts one ranking found without a vector
+    #: when the compile's wait ran out (that ranking was left to words).
+    semantic_vectors_pending: int = 0
     store: StoreReport = field(default_factory=StoreReport)
     agent: AgentReport | None = None
     #: None unless the compile continued a turn.

@@ -297,6 +297,12 @@ _KEYS: tuple[_Key, ...] = (
     _key("semantic_ranking_error", "semantic_ranking_error", when=_semantic_error),
     _key("semantic_ranking", "semantic_ranking", bool, when=_semantic_used),
     _key(
+        "semantic_vectors_pending",
+        "semantic_vectors_pending",
+        int,
+        when=_nonzero("semantic_vectors_pending"),
+    ),
+    _key(
         "state_discarded",
         "store.discarded",
         lambda v: tuple(str(x) for x in v or ()),

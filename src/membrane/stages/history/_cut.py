@@ -154,6 +154,9 @@ class HistoryTracker:
     resumed_events: int = 0
     #: The serial of the history validation whose messages it last read (see :meth:`matches`).
     proof_serial: int | None = None
+    #: How many messages and passages were handed to a background embedder (see ``_meaning``).
+    prefetched_messages: int = 0
+    prefetched_passages: int = 0
     # pid -> the passage recalled whole
     _recalled: dict[int, RecalledPassage] = field(default_factory=dict)
     _last_scores: tuple[tuple[str, int, int, Writers], dict[int, float]] | None = None
