@@ -14,9 +14,9 @@ import pytest
 
 from membrane import CompilerPool, ContextCompiler, InMemoryStateStore, RedisStateStore
 from membrane.backend import compile_prompt_async
+from membrane.erase import erase
 from membrane.errors import InvalidInputError
 from membrane.records import MemoryItem
-from membrane.erase import erase
 from membrane.state.keys import conversation_key, scoped_conversation
 
 LONG = [

@@ -41,7 +41,6 @@ def _key_of(value: Any) -> Any:
     return value
 
 
-
 def kept_memory_lines(result: CompileResult) -> dict[int, str]:
     """``{N: line}`` for every ``[Mem:N]`` line the compile emitted, as it was sent.
 
