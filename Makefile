@@ -8,7 +8,7 @@ CORE_STAMP := $(VENV)/.installed-core
 # Every framework adapter is tested against the real package. CrewAI pins mcp<2, openai<3 and
 # pydantic<2.13, so it gets an environment of its own; the main one takes every other extra at
 # its newest release (mcp 2.x, openai 3.x).
-EXTRAS := dev,bench,langchain,pydantic-ai,openai-agents,llamaindex,haystack,mcp,llm-openai,llm-anthropic,lod,embed,redis,stress,pydantic,tokenizers
+EXTRAS := dev,bench,langchain,pydantic-ai,openai-agents,llamaindex,haystack,mcp,llm-openai,llm-anthropic,lod,embed,static,redis,stress,pydantic,tokenizers
 CREWAI_VENV := .venv-crewai
 CREWAI_STAMP := $(CREWAI_VENV)/.installed
 # test_models.py runs here too (CrewAI's pydantic <2.13 is the oldest the pydantic extra allows), and

@@ -126,7 +126,7 @@ def cold_start(runs: int) -> dict[str, Any]:
         # Byte code cached as an installed package has it, outside the source tree.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(Path(cache) / "pycache")
-        for name, script in scripts.items():
+        for script in scripts.values():
             _run(script, env)  # once unmeasured: the byte-code caches are written
         for _ in range(runs):
             for name, script in scripts.items():

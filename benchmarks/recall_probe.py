@@ -131,12 +131,17 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="pass membrane.lod.local_embedder() to Membrane (needs the embed extra)",
     )
+    parser.add_argument(
+        "--static",
+        action="store_true",
+        help="pass membrane.lod.static_embedder() instead (needs the static extra)",
+    )
     args = parser.parse_args(argv)
     embedder = None
-    if args.embedder:
-        from membrane.lod import local_embedder
+    if args.embedder or args.static:
+        from membrane.lod import local_embedder, static_embedder
 
-        embedder = local_embedder()
+        embedder = static_embedder() if args.static else local_embedder()
     seeds = conversation_seeds(args.conversations, args.split)
     started = time.perf_counter()
     results = {str(budget): probe(seeds, budget, args.speakers, embedder) for budget in BUDGETS}
@@ -155,7 +160,13 @@ def main(argv: list[str] | None = None) -> None:
                 "conversations": args.conversations,
                 "split": args.split,
                 "speakers": args.speakers,
-                "embedder": "local_embedder()" if args.embedder else None,
+                "embedder": (
+                    "static_embedder()"
+                    if args.static
+                    else "local_embedder()"
+                    if args.embedder
+                    else None
+                ),
             },
             "variant": args.note,
             "results": results,

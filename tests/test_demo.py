@@ -12,6 +12,7 @@ import pytest
 
 from membrane.compiler import ContextCompiler
 from membrane.demo import (
+    DEFAULT_BUDGET,
     DemoRun,
     DemoTurn,
     _retrieve,
@@ -200,7 +201,7 @@ def test_printed_rows_match_the_metadata() -> None:
 
 def test_summary_numbers_match_a_recomputation() -> None:
     # Recompute from scratch with a fresh compiler and the messages themselves.
-    compiler = ContextCompiler(3000, "openai/gpt-4o", CORE_RULES, token_scale=1.0)
+    compiler = ContextCompiler(DEFAULT_BUDGET, "openai/gpt-4o", CORE_RULES, token_scale=1.0)
     run = _run()
     history: list[dict[str, Any]] = []
     sent_total = reused_total = same_count = 0

@@ -50,6 +50,8 @@ GIVENS: dict[str, str] = {
     "agents.md": _MEMORIES
     + """
 RULES = "You are a careful agent."
+AGENT_PROMPT = "Use the tools when a page must change."
+thread_id = "thread-1"
 user_message = "Open the settings page."
 TOOLS = [{"type": "function", "function": {"name": "click", "description": "Click a button.",
           "parameters": {"type": "object", "properties": {"label": {"type": "string"}}}}}]
@@ -129,6 +131,7 @@ def test_every_page_with_examples_is_known() -> None:
         "errors.md",
         "lod.md",
         "longform.md",
+        "recall_tool.md",
     }
 
 

@@ -28,14 +28,18 @@ DROPIN = DROPIN_PYPROJECT["project"]
 
 # The seed's install table: each extra, and a module of ours that uses what it installs.
 SEED_EXTRAS = {
-    "lod": {"numpy": "membrane/lod.py", "fastembed": "membrane/lod.py"},
+    "lod": {"numpy": "membrane/lod/_shift.py", "fastembed": "membrane/lod/_fastembed.py"},
     "redis": {"redis": "membrane/state/async_redis.py"},
     "stress": {"psutil": "membrane/stress.py"},
     "pydantic": {"pydantic": "membrane/models.py"},
     "llm-openai": {"openai": "membrane/compressors.py"},
     "llm-anthropic": {"anthropic": "membrane/compressors.py"},
-    "langchain": {"langchain-core": "membrane/adapters/langchain.py"},
-    "llamaindex": {"llama-index-core": "membrane/adapters/llamaindex.py"},
+    "langchain": {
+        "langchain-core": "membrane/adapters/langchain/_messages.py",
+        "langchain": "membrane/adapters/langchain/_middleware.py",
+        "langgraph": "membrane/adapters/langchain/_middleware.py",
+    },
+    "llamaindex": {"llama-index-core": "membrane/adapters/llamaindex/_postprocessor.py"},
     "crewai": {"crewai": "membrane/adapters/crewai.py"},
     "haystack": {"haystack-ai": "membrane/adapters/haystack.py"},
     "tokenizers": {

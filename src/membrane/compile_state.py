@@ -96,6 +96,11 @@ class LRUCache(Generic[K, V]):
         del self._data[key]
         self._total -= self._bytes.pop(key, 0)
 
+    def find(self, predicate: Callable[[K], bool]) -> V | None:
+        """The value of the most recently used key that passes ``predicate`` (None: none does)."""
+        with self._lock:
+            return next((v for k, v in reversed(self._data.items()) if predicate(k)), None)
+
     def discard_where(self, predicate: Callable[[K], bool]) -> None:
         with self._lock:
             for key in [k for k in self._data if predicate(k)]:

@@ -7,7 +7,8 @@ The algorithms live in ``membrane.stages``; this module only wires them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -39,13 +40,14 @@ from membrane.request import (
 )
 from membrane.result import CompileResult, CostQuote
 from membrane.stages.agent import check_tools_change
-from membrane.stages.final import FinalInput, fit_final, fit_system
+from membrane.stages.final import FinalInput, fit_system
 from membrane.stages.preflight import (
     PreflightCache,
     SyncCompressor,
     async_analyst,
     summarise_middle,
 )
+from membrane.stages.turn import TurnFreezer
 from membrane.stages.values import Offer
 from membrane.stages.window import WindowInput, WindowPlanner
 from membrane.state import InMemoryStateStore, StateStore, forget_conversation
@@ -55,7 +57,9 @@ from membrane.tokenizers import CounterChoice, TokenCounter
 
 if TYPE_CHECKING:
     from membrane.profile import MembraneProfile
+    from membrane.stages.history import HistoryTracker as Tracker
     from membrane.stages.preflight import AsyncCompressor, PreFlightAnalyst
+    from membrane.tokenizers import MemoizedCounter as Counter
     from membrane.tokenizers import TokenizerRegistry
 
 __all__ = ["CompileMetrics", "CompileResult", "ContextCompiler", "CostQuote", "Embedder", "Region"]
@@ -127,16 +131,15 @@ class ContextCompiler:
             model_limits=model_limits,
             cache_bytes=cache_bytes,
         )
-        self.embedder = embedder
-        self.metrics_callback = metrics_callback
+        self.embedder, self.metrics_callback = embedder, metrics_callback
         self.state_store: StateStore = (
             state_store if state_store is not None else InMemoryStateStore()
         )
         self._scope = StateScope(state_namespace)  # raises on a bad namespace
-        self._counters = CounterChoice(
-            model_id, tokenizer_registry, token_counter, cache_bytes // 4
-        )
-        self._window = WindowPlanner(cache_bytes - cache_bytes // 4)
+        self.state_namespace = self._scope.namespace
+        tokens = cache_bytes // 4  # a quarter for token counts, the rest for the history
+        self._counters = CounterChoice(model_id, tokenizer_registry, token_counter, tokens)
+        self._window, self._turns = WindowPlanner(cache_bytes - tokens), TurnFreezer()
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
         # Per conversation: what its last validated history proved (see check_history).
         self._checked: LRUCache[str, CheckedPrefix] = LRUCache(_MAX_CONVERSATIONS)
@@ -171,20 +174,22 @@ class ContextCompiler:
         new_session: bool = False,
         message_token_counts: Sequence[int | None] | None = None,
         speakers: Mapping[str, str] | None = None,
+        continue_turn: bool | None = None,
         debug: bool = False,
     ) -> CompileResult:
         """Compile one turn (each argument: docs/history.md, docs/agents.md).
 
-        ``memories`` are :class:`~membrane.records.MemoryItem` rows (or objects with ``id`` and
-        ``memory_kind``), cited ``[Mem:N]`` in their order. ``conversation_messages`` (OpenAI,
-        Responses items or Anthropic shape) are sent as given, cut from the oldest end in
-        chunks after the last compaction; ``conversation_id`` names their state. ``tools``, images,
-        ``reserve_output_tokens`` count against the budget. ``history_version`` vouches that
-        the history only grew; ``message_token_counts`` are taken on trust; ``new_session``
-        marks a cold cache; ``speakers`` names who writes each role. Thread- and task-safe.
+        ``memories`` (:class:`~membrane.records.MemoryItem` rows) are cited ``[Mem:N]`` in order.
+        ``conversation_messages`` (OpenAI, Responses or Anthropic shape) are sent as given, cut
+        oldest first in chunks after the last compaction; ``conversation_id`` names their state.
+        ``tools``, images, ``reserve_output_tokens`` count against the budget. ``history_version``
+        vouches that the history only grew; ``message_token_counts`` are taken on trust;
+        ``new_session`` marks a cold cache; ``speakers`` names who writes each role;
+        ``continue_turn`` continues the history's last question. Thread- and task-safe.
         """
+        turn = (user_message, last_assistant_turn, agent_persona_prompt, dynamic_directives)
         args = CompileArgs(
-            TurnArgs(user_message, last_assistant_turn, agent_persona_prompt, dynamic_directives),
+            TurnArgs(*turn, continue_turn),
             MemoryArgs(memories, tier_by_memory_id, middle_extras, compress_sync),
             HistoryArgs(
                 conversation_messages, history_version, message_token_counts, new_session, speakers
@@ -197,7 +202,8 @@ class ContextCompiler:
         notes, watch = StoreNotes(), start_watch(profile)
         request = self._request(args, notes)
         watch.lap("normalise")
-        offer = compress_offer(request.offer, compress_sync, request.budget.count, user_message)
+        question = request.text.user_message
+        offer = compress_offer(request.offer, compress_sync, request.budget.count, question)
         watch.lap("layout")
         with self._locks.hold(request.history.conversation):
             return self._compile(request, offer, notes, watch)
@@ -210,28 +216,22 @@ class ContextCompiler:
         state = self._scope.view(self.state_store, request.history.conversation, notes)
         tools_changed = check_tools_change(request.agent, state)
         semantic = self._semantic.call() if self._semantic is not None else None
+        steps, budget = request.steps, request.budget
         if settings.memory_placement == "system":
+            budget = replace(budget, counted=budget.counted - steps.tokens)
             overhead = settings.message_overhead_tokens
-            fitted = fit_system(
-                request.text, request.history.messages, offer, request.budget, overhead
-            )
+            fitted = fit_system(request.text, request.history.messages, offer, budget, overhead)
             rendered = render_system(request, offer, fitted, semantic, settings, tools_changed)
         else:
             images = request.agent.images.tokens
-            window_in = WindowInput(
-                request.history, request.text, request.budget, offer.texts(), images
-            )
+            room, held = self._turns.room(request.history, steps, budget, offer)
+            texts = offer.texts()
+            window_in = WindowInput(request.history, request.text, budget, texts, images, held)
             window = self._window.plan(window_in, state, settings.window)
             watch.lap("history")
-            final_in = FinalInput(
-                request.text,
-                offer,
-                request.budget,
-                semantic,
-                request.options,
-                request.history.writers,
-            )
-            final = fit_final(final_in, window, settings.final)
+            options, writers = request.options, request.history.writers
+            final_in = FinalInput(request.text, offer, request.budget, semantic, options, writers)
+            final = self._turns.fit(final_in, window, settings.final, room, request.history, steps)
             watch.lap("fit")
             rendered = render_end(request, offer, window, final, semantic, settings, tools_changed)
         watch.lap("render")
@@ -251,11 +251,9 @@ class ContextCompiler:
     ) -> CompileResult:
         """Like :meth:`compile`, off the event loop when it could hold it (:mod:`.off_loop`).
 
-        ``compress_async`` (``async``, awaited holding no lock) summarises the memories on offer
-        when they exceed ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens. With a ``redis.asyncio``
-        ``redis_client`` and a ``conversation_id``, summaries are cached in Redis
-        (``metadata["preflight_cache"]`` says ``hit``, ``miss`` or ``unavailable``).
-        """
+        ``compress_async`` (awaited holding no lock) summarises memories over
+        ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens, cached in a ``redis.asyncio``
+        ``redis_client`` per ``conversation_id`` (``metadata["preflight_cache"]``)."""
         cache = PreflightCache.for_call(redis_client, kwargs, self._scope.namespace)
         analyst = async_analyst(compress_async, compress_fn)
         count = self._counters.for_call(kwargs.get("tokenizer_registry")).count
@@ -278,7 +276,14 @@ class ContextCompiler:
         with self._locks.hold(conversation_id):
             forget_conversation(self.state_store, conversation_id, self._scope.namespace)
             self._window.forget(conversation_id)
+            self._turns.forget(conversation_id)
             self._checked.discard_where(lambda c: c == conversation_id)
+
+    @contextmanager
+    def held_history(self, conversation_id: str) -> Iterator[tuple[Tracker | None, Counter]]:
+        """The conversation's tracker in memory (or None) and the counter, under its lock."""
+        with self._locks.hold(conversation_id):
+            yield self._window.tracker_of(conversation_id), self._counters.for_call()
 
     def observe(self, result: CompileResult, actual_prompt_tokens: int) -> float:
         """Report the prompt tokens the provider billed for ``result``; returns the scale now.
@@ -291,17 +296,12 @@ class ContextCompiler:
         if self.settings.fixed_token_scale is not None:
             return self.settings.fixed_token_scale
         with self._locks.hold(("scale", report.model_id)):  # one model's observations take turns
-            calibration = self._scope.observe(
-                self.state_store, report.model_id, report.sent_tokens, actual
-            )
-        return calibration.scale
+            sent, store = report.sent_tokens, self.state_store
+            return self._scope.observe(store, report.model_id, sent, actual).scale
 
     def observe_usage(self, result: CompileResult, usage: object) -> float:
-        """:meth:`observe` with the provider's response, its usage or a dict of its fields.
-
-        The whole prompt is read per provider (``membrane.providers.usage``); a stream's final
-        usage works too. Returns the scale now.
-        """
+        """:meth:`observe` with the provider's response, its usage (a stream's final one too)
+        or a dict of its fields, read per provider (``membrane.providers.usage``)."""
         return self.observe(result, prompt_tokens_from_usage(usage))
 
     def estimate(
@@ -320,8 +320,7 @@ class ContextCompiler:
 
     def token_scale_for(self, model_id: str | None = None) -> float:
         """The token scale the next compile for ``model_id`` will use."""
-        fixed = self.settings.fixed_token_scale
-        if fixed is not None:
+        if (fixed := self.settings.fixed_token_scale) is not None:
             return fixed
         model = model_id if model_id is not None else self.settings.model_id
         return self._scope.calibration(self.state_store, model).scale

@@ -1,4 +1,4 @@
-"""``python -m membrane.demo``: a 30-turn support chat compiled turn by turn under 3,000 tokens.
+"""``python -m membrane.demo``: a 30-turn support chat compiled turn by turn under 2,900 tokens.
 
 Each turn retrieves a few memories from a small store, compiles them with the whole history so
 far, and prints one row: tokens per region, the total against the budget, what was trimmed or
@@ -44,7 +44,7 @@ __all__ = [
     "run_demo",
 ]
 
-DEFAULT_BUDGET = 3000
+DEFAULT_BUDGET = 2900
 DEFAULT_MODEL = "openai/gpt-4o"
 # Memories offered per turn besides the procedural ones, which are always offered.
 _RETRIEVED_PER_TURN = 3

@@ -19,6 +19,7 @@ from membrane.report import (
     CompileReport,
     FitReport,
     LabelReport,
+    TurnReport,
 )
 from membrane.request import CompileRequest, CompilerSettings
 from membrane.result import CompileResult
@@ -27,7 +28,7 @@ from membrane.stages.firewall import SystemMessage
 from membrane.stages.fit import rules_outcome
 from membrane.stages.glaciator import cache_report
 from membrane.stages.layout import MemorySegment
-from membrane.stages.values import Offer
+from membrane.stages.values import Offer, TurnSteps
 from membrane.stages.window import HistoryWindow
 from membrane.text.semantic import SemanticCall
 
@@ -79,20 +80,22 @@ def render_end(
     settings: CompilerSettings,
     tools_changed: bool,
 ) -> Rendered:
-    """End placement: system (core and index), the kept history, then the final message."""
+    """End placement: system (core and index), the kept history, the final message, then a
+    continued turn's steps."""
     budget, core, overhead = request.budget, request.text.core, settings.message_overhead_tokens
-    count = budget.count
+    count, steps = budget.count, request.steps
     message = fitted.message
     messages: list[Message] = [
         {"role": "system", "content": window.system_text},
         *map(unstamped, window.kept),
-        {"role": "user", "content": fitted.text},
+        _final_message(fitted.text, steps),
+        *map(unstamped, steps.messages),
     ]
     system_tokens = count(window.system_text)
     lead = request.agent.tools_tokens  # the tools come first in the prompt
-    token_count = (
-        lead + system_tokens + window.kept_tokens - overhead * len(window.kept) + fitted.tokens
-    )
+    history = window.kept_tokens - overhead * len(window.kept)
+    in_turn = steps.tokens - overhead * len(steps.messages)
+    token_count = lead + system_tokens + history + fitted.tokens + in_turn
     framing = overhead * len(messages)
     offered = offer.lines()
     trimmed = sum(offer.line_tokens(count)) - sum(count(line) for line in message.lines)
@@ -108,26 +111,18 @@ def render_end(
         stable_prefix_messages=1 + len(window.kept),
         fit=fitted.report(len(offered)),
         window=window.report(core_chars, _supplied(request.history.counts)),
-        cache=cache_report(
-            settings.model_id,
-            enabled=request.options.use_prompt_caching_split,
-            core_tokens=lead + count(core) + overhead,
-            core_chars=core_chars,
-            system_tokens=lead + system_tokens + overhead,
-            history_messages=len(window.kept),
-            prefix_tokens=lead + system_tokens + overhead + window.kept_tokens,
-            tail_tokens=fitted.tokens + overhead,
-            token_scale=budget.scale,
-            capabilities=budget.capabilities,
-        ),
+        cache=_end_cache(request, settings, window, fitted, core_chars),
         **_common_report(request, token_count + framing, semantic, window.kept, tools_changed),
         **_profile_report(request, offer, message.sources, fitted.choice),
+        turn=_turn_report(steps, fitted.reused),
     )
     regions = _end_marks(core, fitted)
-    debug = request.options.debug
-    trace = {"choices": fitted.choice, "sources": list(message.sources)} if debug else None
+    trace = {"choices": fitted.choice, "sources": list(message.sources)}
     cited = cited_numbers(offer, message.sources, message.memory_text())
-    return Rendered(messages, offer, cited, report, regions, trace, _tools(request))
+    debug = request.options.debug
+    return Rendered(
+        messages, offer, cited, report, regions, trace if debug else None, _tools(request)
+    )
 
 
 def render_system(
@@ -139,26 +134,33 @@ def render_system(
     tools_changed: bool,
 ) -> Rendered:
     """Single-system-message placement: core, memories, the last reply and the question."""
-    overhead = settings.message_overhead_tokens
+    overhead, steps = settings.message_overhead_tokens, request.steps
     full = fitted.full_tokens
-    token_count = request.agent.tools_tokens + fitted.tokens
+    in_turn = steps.tokens - overhead * len(steps.messages)
+    token_count = request.agent.tools_tokens + fitted.tokens + in_turn
     report = CompileReport(
         model_id=settings.model_id,
         placement="system",
         token_count=token_count,
         tokens_budget=request.budget.tokens,
-        message_framing_tokens=overhead,
+        message_framing_tokens=overhead * (1 + len(steps.messages)),
         tokens_trimmed=sum(full) - sum(full[i] for i in fitted.kept),
         memories_truncated=offer.memories_truncated,
         stable_prefix_messages=0,
         fit=FitReport(segments_offered=len(full), segments_kept=len(fitted.kept)),
         cache=CacheReport(),
-        **_common_report(request, token_count + overhead, semantic, [], tools_changed),
+        **_common_report(
+            request, token_count + overhead * (1 + len(steps.messages)), semantic, [], tools_changed
+        ),
         **_profile_report(request, offer, fitted.kept, fitted.choice),
+        turn=_turn_report(steps, False),
     )
     regions = _system_marks(request.text.core, fitted.middle, fitted.text, fitted.end_text)
     trace = {"choices": list(fitted.choice)} if request.options.debug else None
-    messages: list[Message] = [{"role": "system", "content": fitted.text}]
+    messages: list[Message] = [
+        {"role": "system", "content": fitted.text},
+        *map(unstamped, steps.messages),
+    ]
     cited = cited_numbers(offer, fitted.kept, fitted.middle)
     return Rendered(messages, offer, cited, report, regions, trace, _tools(request))
 
@@ -178,6 +180,50 @@ def cited_numbers(offer: Offer, kept: Sequence[int], kept_text: str) -> frozense
     return frozenset(numbers)
 
 
+def _end_cache(
+    request: CompileRequest,
+    settings: CompilerSettings,
+    window: HistoryWindow,
+    fitted: FittedFinal,
+    core_chars: int | None,
+) -> CacheReport:
+    """Where the cacheable prefix ends with end placement: after the system message (core and
+    index) and after the kept history."""
+    budget, overhead, steps = request.budget, settings.message_overhead_tokens, request.steps
+    count, lead = budget.count, request.agent.tools_tokens
+    system_tokens = count(window.system_text)
+    prefix = lead + system_tokens + overhead + window.kept_tokens
+    question = (len(window.kept) + 1, prefix + fitted.tokens + overhead)
+    last = (question[0] + len(steps.messages), question[1] + steps.tokens)
+    turn = (question, last if steps.messages else None) if steps.continued else None
+    return cache_report(
+        settings.model_id,
+        enabled=request.options.use_prompt_caching_split,
+        core_tokens=lead + count(request.text.core) + overhead,
+        core_chars=core_chars,
+        system_tokens=lead + system_tokens + overhead,
+        history_messages=len(window.kept),
+        prefix_tokens=prefix,
+        tail_tokens=fitted.tokens + overhead,
+        token_scale=budget.scale,
+        capabilities=budget.capabilities,
+        turn=turn,
+    )
+
+
+def _final_message(text: str, steps: TurnSteps) -> Message:
+    """The final user message: its text, then a continued question's images and files."""
+    if not steps.parts:
+        return {"role": "user", "content": text}
+    return {"role": "user", "content": [{"type": "text", "text": text}, *steps.parts]}
+
+
+def _turn_report(steps: TurnSteps, question_kept: bool) -> TurnReport | None:
+    if not steps.continued:
+        return None
+    return TurnReport(len(steps.messages), steps.stubbed, question_kept)
+
+
 def _supplied(counts: list[int | None] | None) -> int:
     return 0 if counts is None else len(counts) - counts.count(None)
 
@@ -189,6 +235,7 @@ def _common_report(
     kept: list[Message],
     tools_changed: bool,
 ) -> dict[str, Any]:
+    kept = [*kept, *request.steps.messages]
     budget = request.budget
     budget_counted = budget.counted + request.agent.tools_tokens
     return dict(
@@ -198,6 +245,7 @@ def _common_report(
         budget_exceeded=sent_tokens > budget_counted,
         semantic_ranking=semantic is not None and semantic.used,
         semantic_ranking_error=semantic.error if semantic is not None else None,
+        semantic_vectors_pending=semantic.pending if semantic is not None else 0,
         agent=_agent_report(request, kept, tools_changed),
     )
 

@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FRAMEWORKS = ("langchain_core", "langchain_classic", "llama_index", "haystack", "crewai", "mcp")
+FRAMEWORKS = (
+    "langchain_core",
+    "langchain_classic",
+    "llama_index",
+    "haystack",
+    "crewai",
+    "mcp",
+    "pydantic_ai",
+)
 CREWAI_ENV = os.environ.get("MEMBRANE_ADAPTER_ENV") == "crewai"
 
 
@@ -37,6 +45,7 @@ MAIN_ENV_ADAPTERS = [
     ("llamaindex", {"llama_index"}),
     ("haystack", {"haystack"}),
     ("mcp_server", {"mcp"}),  # the SDK is imported when the server is built
+    ("pydantic_ai", {"pydantic_ai"}),
 ]
 
 

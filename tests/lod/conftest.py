@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from membrane.lod import LocalEmbedder, _tokenizer_json, local_embedder
+from membrane.lod import LocalEmbedder, local_embedder
+from membrane.lod._local import tokenizer_json as _tokenizer_json
 
 REFERENCE_FILE = Path(__file__).with_name("minilm_reference.json")
 

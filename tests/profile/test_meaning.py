@@ -8,7 +8,9 @@ import pytest
 
 from membrane import ContextCompiler
 from membrane.errors import InvalidInputError
+from membrane.lod import SharedEmbedder, default_embedder
 from membrane.profile import MembraneProfile, find_meaning_duplicates
+from membrane.profile._meaning import differ_in_detail
 from membrane.records import MemoryItem
 
 # A toy model with three directions of meaning: drinks, places, anything else.
@@ -39,7 +41,7 @@ def test_paraphrases_are_copies_by_meaning_only() -> None:
 
 
 def test_presets_use_the_embedder_when_given_and_shingles_otherwise() -> None:
-    words = MembraneProfile.coding().apply(ROWS, "tea?")
+    words = MembraneProfile.coding(embedder=None).apply(ROWS, "tea?")
     meaning = MembraneProfile.coding(embedder=embed).apply(ROWS, "tea?")
     assert [m.id for m in words.memories] == ["a", "b", "c"]
     assert words.steps[0] == "dedup"
@@ -89,7 +91,41 @@ def test_embedder_settings_are_checked() -> None:
 def test_explain_names_the_meaning_check() -> None:
     text = MembraneProfile.coding(embedder=embed).explain()
     assert (
-        "near copies by meaning (cosine of the embedder's vectors >= 0.95; words if the "
-        "embedder fails: 3-word shingle Jaccard >= 0.90)"
+        "near copies by meaning (cosine of the embedder's vectors >= 0.95, unless a number or a "
+        "negation differs; words if the embedder fails: 3-word shingle Jaccard >= 0.90)"
     ) in text
     assert MembraneProfile.coding(embedder=embed).to_dict()["embedder"] == "embed"
+
+
+def test_presets_use_the_embed_extras_model_by_default() -> None:
+    for preset in (MembraneProfile.coding(), MembraneProfile.conversational()):
+        assert isinstance(preset.embedder, SharedEmbedder)
+        assert preset.embedder is default_embedder()
+    rows = [
+        MemoryItem(id="a", content="The user prefers dark mode in every editor."),
+        MemoryItem(id="b", content="User prefers dark mode in every editor"),
+        MemoryItem(id="c", content="Use Python 3.11 for the build."),
+        MemoryItem(id="d", content="Use Python 3.12 for the build."),
+        MemoryItem(id="e", content="Deploy with --force on Fridays."),
+        MemoryItem(id="f", content="Deploy without --force on Fridays."),
+    ]
+    outcome = MembraneProfile.conversational().apply(rows, "editor settings?")
+    assert outcome.steps[0] == "dedup_meaning"
+    # A restated fact goes; a changed version or a negation keeps both, however close in meaning.
+    assert [m.id for m in outcome.memories] == ["a", "c", "d", "e", "f"]
+
+
+def test_a_version_or_a_negation_is_never_a_copy_by_meaning() -> None:
+    def same(texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]  # a model that calls everything the same
+
+    rows = [
+        MemoryItem(id="a", content="Pin numpy 2.4 in CI."),
+        MemoryItem(id="b", content="Pin numpy 2.5 in CI."),
+        MemoryItem(id="c", content="Do not pin numpy in CI."),
+        MemoryItem(id="d", content="Pin numpy in CI."),
+        MemoryItem(id="e", content="Pin NumPy in the CI."),
+    ]
+    found = find_meaning_duplicates(rows, same, threshold=0.9)
+    assert [(d.index, d.kept_index) for d in found] == [(4, 3)]
+    assert differ_in_detail(("never", "x"), ("x",)) and not differ_in_detail(("a", "x"), ("x",))

@@ -59,7 +59,7 @@ def test_coding_drops_copies_strictly_and_puts_procedures_first() -> None:
     outcome = MembraneProfile.coding().apply(memories, "Write a test for parse_date().")
     assert ids(outcome.memories) == ["p1", "p2", "f1", "f3", "e1"]
     assert outcome.duplicates == (("f2", "f1"),)
-    assert outcome.steps == ("dedup", "kinds_first")
+    assert outcome.steps == ("dedup_meaning", "kinds_first")  # the embed extra is installed
 
 
 def test_conversational_merges_restatements_and_moves_old_episodes_back() -> None:
@@ -79,7 +79,7 @@ def test_conversational_merges_restatements_and_moves_old_episodes_back() -> Non
     # "old" is 3 half-lives old: position 1 / 0.125 = 8, after everything else.
     assert ids(outcome.memories) == ["pref", "recent", "city", "old"]
     assert outcome.duplicates == (("pref2", "pref"),)
-    assert outcome.steps == ("dedup", "freshness")
+    assert outcome.steps == ("dedup_meaning", "freshness")
 
 
 def test_clock_and_now() -> None:
@@ -189,7 +189,7 @@ def test_explain() -> None:
     assert minimal.splitlines()[0] == "Profile 'minimal'"
     assert "exactly as given" in minimal
 
-    coding = MembraneProfile.coding().explain()
+    coding = MembraneProfile.coding(embedder=None).explain()
     assert coding.splitlines() == [
         "Profile 'coding'",
         "  1. Duplicates: exact copies (same words, ignoring case and punctuation at word edges)"
@@ -224,7 +224,7 @@ def test_explain() -> None:
 
 
 def test_to_dict_is_json_ready() -> None:
-    data = MembraneProfile.conversational().to_dict()
+    data = MembraneProfile.conversational(embedder=None).to_dict()
     assert json.loads(json.dumps(data)) == {
         "name": "conversational",
         "dedup": True,

@@ -120,3 +120,15 @@ def test_a_shared_ranker_gives_every_thread_the_same_similarities() -> None:
         t.join()
     assert len(results) == 20 and all(r == expected for r in results)
     assert ranker.cached_texts() <= 8
+
+
+def test_a_long_question_is_embedded_by_its_last_words_only() -> None:
+    from membrane.text.semantic import QUESTION_WORDS
+
+    calls: list[list[str]] = []
+    ranker = SemanticRanker(_toy_embedder(calls))  # type: ignore[arg-type]
+    words = [f"w{i}" for i in range(50)]
+    question = " ".join(words) + " rain?"
+    assert ranker.call().order(question, ["rain today", "refund sent"]) == [0, 1]
+    embedded_question = calls[0][0]
+    assert embedded_question.split() == [*words[-(QUESTION_WORDS - 1) :], "rain?"]

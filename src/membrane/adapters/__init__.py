@@ -4,10 +4,11 @@
 ``.mcp_server`` need the extra of the same name (``pip install "membrane-aol[langchain]"``).
 Importing this package imports none of them.
 
-Every adapter builds a fresh :class:`~membrane.ContextCompiler` for each call: a shared
-compiler is not yet safe to use from several threads at once, and a compiler per call keeps
-concurrent chains from seeing each other's state. The cost is that a new compiler has no
-memory of earlier turns (its token-scale calibration starts from the seed).
+The seed's adapters build a fresh :class:`~membrane.ContextCompiler` for each call, so
+concurrent chains never see each other's state; the cost is that a new compiler has no memory
+of earlier turns. The agent-runtime entry points (``langchain.MembraneMiddleware``,
+``langchain.compile_messages``) take your compiler instead, shared by every call and thread,
+so the history cut, the index room and ``observe()``'s calibration carry over.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pieces every adapter shares: a compiler per call and the kept text of each memory."""
+"""Pieces every adapter shares: one compiler per configuration and the kept text of each memory."""
 
 from __future__ import annotations
 
@@ -6,17 +6,39 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from membrane.compile_state import LRUCache
 from membrane.compiler import CompileResult, ContextCompiler
 from membrane.messages import message_text
 
-__all__ = ["json_ref_map", "kept_memory_lines", "new_compiler"]
+__all__ = ["json_ref_map", "kept_memory_lines", "shared_compiler"]
 
 _MEM_LINE = re.compile(r"^\[Mem:(\d+)\] ", re.MULTILINE)
 
 
-def new_compiler(max_tokens: int, options: Mapping[str, Any]) -> ContextCompiler:
-    """A compiler of its own for one call (a shared one is not yet thread-safe)."""
-    return ContextCompiler(max_tokens, **dict(options))
+_SHARED: LRUCache[tuple[Any, ...], ContextCompiler] = LRUCache(64)
+
+
+def shared_compiler(max_tokens: int, options: Mapping[str, Any]) -> ContextCompiler:
+    """The process's compiler for this configuration, made on first use.
+
+    A compiler is thread- and task-safe, and sharing one keeps what it learns between calls:
+    the conversations' windows, the token scale ``observe()`` measured, the checked histories.
+    Options that cannot be a key (a state store, an embedder) are keyed by identity.
+    """
+    key = (max_tokens, *sorted((k, _key_of(v)) for k, v in options.items()))
+    compiler = _SHARED.get(key)
+    if compiler is None:
+        compiler = ContextCompiler(max_tokens, **dict(options))
+        _SHARED.put(key, compiler)
+    return compiler
+
+
+def _key_of(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return ("id", id(value))
+    return value
 
 
 def kept_memory_lines(result: CompileResult) -> dict[int, str]:

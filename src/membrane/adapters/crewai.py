@@ -23,7 +23,7 @@ from crewai import Agent, Task
 from crewai.llms.base_llm import BaseLLM
 from pydantic import Field
 
-from membrane.adapters._common import kept_memory_lines, new_compiler
+from membrane.adapters._common import kept_memory_lines, shared_compiler
 from membrane.config import DEFAULT_MESSAGE_OVERHEAD_TOKENS
 from membrane.errors import InvalidInputError, MemoryCollisionError
 from membrane.records import MemoryItem, MemoryKind
@@ -153,14 +153,14 @@ def _fit_task(
     Each round compiles for what CrewAI's scaffolding leaves, measures the prompt CrewAI would
     send, and shrinks the budget by the overshoot.
     """
-    empty = new_compiler(max_tokens, options).compile([], task.description)
+    empty = shared_compiler(max_tokens, options).compile([], task.description)
     own = empty.report.sent_tokens
     budget = max_tokens - scaffolding + own
     chosen = (task, "", empty, scaffolding)
     for _ in range(_MAX_ROUNDS):
         if budget <= own or scaffolding >= max_tokens:
             break
-        result = new_compiler(budget, options).compile(items, task.description)
+        result = shared_compiler(budget, options).compile(items, task.description)
         lines = kept_memory_lines(result)
         if not lines:
             chosen = (task, "", result, scaffolding)

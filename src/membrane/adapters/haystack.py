@@ -16,7 +16,7 @@ from typing import Any
 from haystack import Document, component
 from haystack.dataclasses import ChatMessage, ChatRole, ToolCall
 
-from membrane.adapters._common import new_compiler
+from membrane.adapters._common import shared_compiler
 from membrane.errors import InvalidInputError
 from membrane.records import MemoryItem, MemoryKind
 
@@ -67,7 +67,7 @@ class MembranePromptBuilder:
         }
         offered: list[object] = [haystack_document_to_memory(d) for d in documents or ()]
         offered.extend(memories or ())
-        result = new_compiler(self.max_tokens, options).compile(
+        result = shared_compiler(self.max_tokens, options).compile(
             offered, question, conversation_messages=from_haystack_messages(history or ())
         )
         return {

@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import anyio
 from pydantic import BaseModel, Field, ValidationError
 
-from membrane.adapters._common import json_ref_map, new_compiler
+from membrane.adapters._common import json_ref_map, shared_compiler
 from membrane.compiler import CompileResult
 from membrane.errors import MembraneError
 from membrane.estimate import quote_for
@@ -120,7 +120,7 @@ def _compile(
     dynamic_directives: list[str] | None,
 ) -> CompileResult:
     def run() -> CompileResult:
-        compiler = new_compiler(
+        compiler = shared_compiler(
             max_tokens,
             {
                 "model_id": model_id,

@@ -75,7 +75,8 @@ def _scan(messages: Sequence[Any], start: int) -> tuple[tuple[int, int] | None, 
         if kind == _COMPACTION:
             _check_item(message, i)
             return (i, 0), True
-        responses = responses or kind is not None
+        # A typed item, or one without a role: an item reference may leave its type out.
+        responses = responses or kind is not None or "role" not in message
         content = message.get("content")
         if content.__class__ is not list:
             continue

@@ -78,12 +78,32 @@ def _content_text(content: Any) -> str:
 
 def message_text(message: Mapping[str, Any]) -> str:
     """All the text a message carries: content, tool-call names and arguments, tool results,
-    and the JSON of the opaque Responses items it carries (reasoning, hosted tools)."""
+    Anthropic thinking blocks, and the JSON of the opaque Responses items it carries
+    (reasoning, hosted tools). Thinking and opaque items are paid for but are not words
+    anyone said: the index and recall read :func:`history_text`."""
     text = _visible_text(message)
-    opaque = opaque_text(message)
-    if opaque:
-        text = f"{text}\n{opaque}" if text else opaque
+    for hidden in (_thinking_text(message.get("content")), opaque_text(message)):
+        if hidden:
+            text = f"{text}\n{hidden}" if text else hidden
     return text
+
+
+def _thinking_text(content: Any) -> str:
+    """Anthropic thinking blocks as they are sent back: the thinking and its signature, or a
+    redacted block's data."""
+    if content.__class__ is not list:
+        return ""
+    out = []
+    for block in content:
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "thinking":
+            signed = (block.get("thinking"), block.get("signature"))
+            out += [v for v in signed if isinstance(v, str)]
+        elif kind == "redacted_thinking" and isinstance(block.get("data"), str):
+            out.append(block["data"])
+    return "\n".join(out)
 
 
 def _visible_text(message: Mapping[str, Any]) -> str:

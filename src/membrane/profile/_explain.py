@@ -109,7 +109,8 @@ def _dedup(profile: MembraneProfile) -> str:
         else None
     )
     if profile.embedder is not None and meaning:
-        rule += f" and near copies by meaning ({meaning}; words if the embedder fails"
+        rule += f" and near copies by meaning ({meaning}, unless a number or a negation differs"
+        rule += "; words if the embedder fails"
         rule += f": {words})" if words else ": exact copies only)"
     elif words:
         rule += f" and near copies ({words}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, Literal, TypeVar, cast
 
 from membrane.errors import InvalidInputError
 from membrane.messages import Message, message_text
@@ -28,6 +28,20 @@ from membrane.text.semantic import Embedder
 __all__ = ["MembraneProfile", "ProfileOutcome", "QueryLabel"]
 
 M = TypeVar("M")
+
+#: A preset's ``embedder="default"``: the ``embed`` extra's model when it is installed.
+Default = Literal["default"]
+
+
+def _resolve(embedder: Embedder | Default | None) -> Embedder | None:
+    """The model a preset's ``embedder`` argument names (None: words alone)."""
+    if not isinstance(embedder, str):
+        return embedder
+    if embedder != "default":
+        raise TypeError(f'embedder must be callable, "default" or None, got {embedder!r}')
+    from membrane.lod import default_embedder  # the extra is optional: imported where used
+
+    return default_embedder()
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,13 +192,15 @@ class MembraneProfile:
         cls,
         *,
         reranker: Reranker | None = None,
-        embedder: Embedder | None = None,
+        embedder: Embedder | Default | None = "default",
         classifier: Classifier | None = None,
     ) -> MembraneProfile:
         """For coding assistants: strict duplicate removal, procedures first and whole.
 
-        A copy must match closely (3-word shingles, Jaccard >= 0.9; with an ``embedder``,
-        cosine >= 0.95) because in code one changed word (a version, a flag) usually matters.
+        A copy must match closely (3-word shingles, Jaccard >= 0.9; with an embedder, cosine
+        >= 0.95) because in code one changed word (a version, a flag) usually matters.
+        ``embedder="default"`` is the ``embed`` extra's model when it is installed (else word
+        shingles alone); None is words alone.
         Procedures are never thinned: half a procedure reads as a complete one. The turn is
         classified (``classifier`` or :func:`classify_query`): small talk gets at most 10% of
         the budget for memories, and a lookup keeps facts ahead of procedures under pressure.
@@ -196,7 +212,7 @@ class MembraneProfile:
             shingle_size=3,
             kinds_first=("procedural",),
             reranker=reranker,
-            embedder=embedder,
+            embedder=_resolve(embedder),
             semantic_duplicate_threshold=0.95,
             classifier=classifier or classify_query,
             label_effects={
@@ -212,13 +228,14 @@ class MembraneProfile:
         *,
         reranker: Reranker | None = None,
         clock: Callable[[], datetime] | None = None,
-        embedder: Embedder | None = None,
+        embedder: Embedder | Default | None = "default",
         classifier: Classifier | None = None,
     ) -> MembraneProfile:
         """For chat assistants: looser duplicate removal, a 7-day freshness half-life.
 
         Restated facts ("The user prefers X" / "User prefers X") count as copies (2-word
-        shingles, Jaccard >= 0.75; with an ``embedder``, cosine >= 0.9); a week-old episode
+        shingles, Jaccard >= 0.75; with an embedder, cosine >= 0.9; ``embedder`` as for
+        :meth:`coding`); a week-old episode
         competes as if it ranked twice as low. At most 8 episodes go, so old events cannot
         crowd out facts. The turn is classified: small talk keeps episodes first and gives
         memories at most 25% of the budget (leaving room for recalled history); a lookup
@@ -232,7 +249,7 @@ class MembraneProfile:
             freshness_half_life=timedelta(days=7),
             reranker=reranker,
             clock=clock,
-            embedder=embedder,
+            embedder=_resolve(embedder),
             semantic_duplicate_threshold=0.9,
             classifier=classifier or classify_query,
             label_effects={

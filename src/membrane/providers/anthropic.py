@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from membrane.errors import InvalidInputError
-from membrane.messages import Image, Part, Text, ToolCall, ToolResult
+from membrane.messages import Image, Opaque, Part, Text, ToolCall, ToolResult
 from membrane.providers._agent import anthropic_tools, output_cap, read_tools, tools_reach_cache
 from membrane.providers._convert import (
     Breakpoint,
@@ -24,7 +25,13 @@ from membrane.providers._convert import (
 )
 from membrane.report import ResultView
 
-__all__ = ["MAX_CACHE_BREAKPOINTS", "anthropic_request", "anthropic_system_blocks"]
+__all__ = [
+    "MAX_CACHE_BREAKPOINTS",
+    "CacheMarks",
+    "anthropic_cache_marks",
+    "anthropic_request",
+    "anthropic_system_blocks",
+]
 
 MAX_CACHE_BREAKPOINTS = 4
 """Most ``cache_control`` markers Anthropic accepts in one request (tools included)."""
@@ -135,6 +142,15 @@ def _check_options(
         )
 
 
+def _room(
+    result: CompiledPrompt, has_tools: bool, max_breakpoints: int, top_level: bool, model_id: object
+) -> tuple[bool, int]:
+    """Whether the last tool is marked, and how many markers are left for the messages."""
+    room = max_breakpoints - 1 if top_level else max_breakpoints
+    mark_tools = has_tools and room > 0 and tools_reach_cache(result, model_id)
+    return mark_tools, room - mark_tools
+
+
 def anthropic_request(
     result: CompiledPrompt,
     ttl: str = "5m",
@@ -178,9 +194,8 @@ def anthropic_request(
     )
     specs = read_tools(result)
     model_id = ResultView.of(result).model_id
-    room = max_breakpoints - 1 if cache_control else max_breakpoints
-    mark_tools = bool(specs) and room > 0 and tools_reach_cache(result, model_id)
-    _mark(result, breakpoints, room - mark_tools, marker, system, (out, ends, messages))
+    mark_tools, room = _room(result, bool(specs), max_breakpoints, cache_control, model_id)
+    _mark(result, breakpoints, room, marker, system, (out, ends, messages))
     request = request_model(result, model, "anthropic")
     if specs:
         request["tools"] = anthropic_tools(specs, marker if mark_tools else None)
@@ -195,3 +210,48 @@ def anthropic_request(
     if context_management is not None:
         request["context_management"] = copy.deepcopy(dict(context_management))
     return request
+
+
+@dataclass(frozen=True, slots=True)
+class CacheMarks:
+    """Where :func:`anthropic_request` puts ``cache_control``, in the compiled messages' terms.
+
+    Each ``(message_index, chars)`` in ``messages`` is a marked prefix that ends ``chars``
+    characters into that message's string content, or with the message's last block when
+    ``chars`` is None. ``tools`` is True when the last tool definition is marked.
+    """
+
+    messages: tuple[tuple[int, int | None], ...] = ()
+    tools: bool = False
+
+
+def anthropic_cache_marks(
+    result: CompiledPrompt,
+    *,
+    max_breakpoints: int = MAX_CACHE_BREAKPOINTS,
+    cache_control: bool = False,
+    model_id: str | None = None,
+) -> CacheMarks:
+    """The markers :func:`anthropic_request` would place, for a request built another way.
+
+    A framework that renders the compiled messages itself (LangChain's ``ChatAnthropic``)
+    puts ``cache_control`` on its own blocks at these places. ``model_id`` stands in for the
+    result's when the compiler had none, for the model's minimum cacheable size; the other
+    arguments are :func:`anthropic_request`'s.
+    """
+    require_end_placement(result, "anthropic_cache_marks")
+    _check_options(max_breakpoints, cache_control, None)
+    breakpoints, messages = read_with_cuts(result)
+    model = model_id if model_id is not None else ResultView.of(result).model_id
+    has_tools = bool(read_tools(result))
+    mark_tools, room = _room(result, has_tools, max_breakpoints, cache_control, model)
+    by_index = {m.index: m for m in messages}
+    marks: list[tuple[int, int | None]] = []
+    for index, part_index in cache_anchors(breakpoints, messages, result, model, room):
+        message = by_index[index]
+        part = message.parts[part_index]
+        if isinstance(part, Opaque) and part.block.get("type") in _UNMARKABLE:
+            continue
+        chars = next((c for c, p in message.cuts.items() if p == part_index), None)
+        marks.append((index, chars))
+    return CacheMarks(tuple(marks), mark_tools)

@@ -17,6 +17,7 @@ from membrane.report._fragments import (
     LabelReport,
     PolicyReport,
     StoreReport,
+    TurnReport,
     WindowReport,
 )
 from membrane.report._keys import CACHE_KEYS, FIREWALL_STATS, MetadataView, render_cache
@@ -34,6 +35,7 @@ __all__ = [
     "PolicyReport",
     "ResultView",
     "StoreReport",
+    "TurnReport",
     "WindowReport",
     "render_cache",
 ]

@@ -14,6 +14,7 @@ from membrane.report._fragments import (
     LabelReport,
     PolicyReport,
     StoreReport,
+    TurnReport,
     WindowReport,
 )
 from membrane.report._keys import FIREWALL_STATS, MetadataView, read_metadata, render_metadata
@@ -43,8 +44,13 @@ class CompileReport:
     cache: CacheReport | None = None
     semantic_ranking: bool = False
     semantic_ranking_error: str | None = None
+    #: With an embedder on an executor: the most texts one ranking found without a vector
+    #: when the compile's wait ran out (that ranking was left to words).
+    semantic_vectors_pending: int = 0
     store: StoreReport = field(default_factory=StoreReport)
     agent: AgentReport | None = None
+    #: None unless the compile continued a turn.
+    turn: TurnReport | None = None
     label: LabelReport | None = None
     policy_report: PolicyReport | None = None
     # Stage -> (milliseconds, items handled), in pipeline order.
@@ -76,7 +82,8 @@ class CompileReport:
         }
         if report.placement == "end":
             fragments["window"] = WindowReport(**parts.get("window", {}))
-        for name, kind in (("cache", CacheReport), ("agent", AgentReport)):
+        kinds = (("cache", CacheReport), ("agent", AgentReport), ("turn", TurnReport))
+        for name, kind in kinds:
             if name in parts:
                 fragments[name] = kind(**parts[name])
         if "label" in parts:

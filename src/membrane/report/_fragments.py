@@ -14,6 +14,7 @@ __all__ = [
     "LabelReport",
     "PolicyReport",
     "StoreReport",
+    "TurnReport",
     "WindowReport",
 ]
 
@@ -142,6 +143,18 @@ class CacheReport:
     used: bool = False
     prefix_tokens: int | None = None
     tail_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnReport:
+    """A continued turn (``continue_turn``): its steps after the question, and what was kept."""
+
+    #: Messages after the question (tool calls and results).
+    steps: int = 0
+    #: Tool results replaced by a note to fit the budget.
+    steps_stubbed: int = 0
+    #: The question message is the turn's earlier one, byte for byte.
+    question_reused: bool = False
 
 
 @dataclass(frozen=True, slots=True)

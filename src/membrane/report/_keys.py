@@ -209,6 +209,12 @@ def _nested(
     return _Key(key.name, f"{fragment}.{key.path}", present, write, read_nested if read else None)
 
 
+_TURN_TABLE: tuple[_Key, ...] = (
+    _key("turn_steps", "steps", int),
+    _key("turn_steps_stubbed", "steps_stubbed", int),
+    _key("turn_question_reused", "question_reused", bool),
+)
+
 _AGENT_TABLE: tuple[_Key, ...] = (
     _key("tools", "tools", int, when=_nonzero("tools")),
     _key("tools_tokens", "tools_tokens", int, when=_nonzero("tools")),
@@ -291,6 +297,12 @@ _KEYS: tuple[_Key, ...] = (
     _key("semantic_ranking_error", "semantic_ranking_error", when=_semantic_error),
     _key("semantic_ranking", "semantic_ranking", bool, when=_semantic_used),
     _key(
+        "semantic_vectors_pending",
+        "semantic_vectors_pending",
+        int,
+        when=_nonzero("semantic_vectors_pending"),
+    ),
+    _key(
         "state_discarded",
         "store.discarded",
         lambda v: tuple(str(x) for x in v or ()),
@@ -300,6 +312,7 @@ _KEYS: tuple[_Key, ...] = (
     _key("state_store_fallback", "store.fallback", bool, when=_nonzero("store.fallback")),
     *_in("cache", _CACHE_TABLE, _end),
     *_in("agent", _AGENT_TABLE, _always),
+    *_in("turn", _TURN_TABLE, _always),
     _key("query_label", "label.name", when=_present("label")),
     _Key("query_label_effect", "label", _present("label"), _effect, _read_effect),
     _key(
@@ -325,7 +338,7 @@ _KEYS: tuple[_Key, ...] = (
     ),
 )
 
-_FRAGMENTS = ("fit", "window", "cache", "store", "agent", "label")
+_FRAGMENTS = ("fit", "window", "cache", "store", "agent", "turn", "label")
 
 #: The keys of the seed's ``PreFlightContextFirewall.run`` stats, in their order.
 FIREWALL_STATS = (

@@ -9,7 +9,7 @@ state store is read, and a caller's compressor runs, after it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from membrane.capabilities import ModelCapabilities
@@ -23,10 +23,20 @@ from membrane.messages import (
 from membrane.request._checks import check_compressor, check_message_counts, check_turn_texts
 from membrane.request._offer import normalise_offer
 from membrane.request._settings import CompilerSettings
+from membrane.request._turn import TurnSplit, fit_steps, split_turn, wants_turn
 from membrane.stages.agent import AgentInputs, agent_inputs
 from membrane.stages.history import Writers, check_speakers
 from membrane.stages.layout import ContextLayoutEngine
-from membrane.stages.values import Budget, CallOptions, HistoryRequest, Offer, TurnText
+from membrane.stages.turn import memory_room
+from membrane.stages.values import (
+    NO_STEPS,
+    Budget,
+    CallOptions,
+    HistoryRequest,
+    Offer,
+    TurnSteps,
+    TurnText,
+)
 from membrane.state.keys import DEFAULT_CONVERSATION
 from membrane.tokenizers import counted_budget
 
@@ -54,6 +64,8 @@ class TurnArgs:
     last_assistant_turn: str | None = None
     agent_persona_prompt: str | None = None
     dynamic_directives: str | Sequence[str] | None = None
+    #: The history's last question is this turn's, continued (None: when it ends in results).
+    continue_turn: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +123,8 @@ class CompileRequest:
     label: QueryLabel | None
     #: The profile has policies whose outcome the report carries.
     report_policies: bool
+    #: A continued turn's steps after its question (none for a new question).
+    steps: TurnSteps = NO_STEPS
 
 
 def normalise(
@@ -126,20 +140,17 @@ def normalise(
     what a conversation's last validated history proved (see
     :func:`membrane.messages.check_history`), asked once the conversation id is checked.
     """
-    turn, options, history = args.turn, args.options, args.history
-    check_compressor(args.memories.compress_sync)
+    options, history = args.options, args.history
+    conversation = _checked(args)
     writers = Writers.from_speakers(check_speakers(history.speakers))
-    check_turn_texts(
-        turn.user_message,
-        turn.agent_persona_prompt,
-        turn.last_assistant_turn,
-        turn.dynamic_directives,
-        options.conversation_id,
-    )
-    conversation = options.conversation_id
-    if conversation is None:
-        conversation = DEFAULT_CONVERSATION
     messages, proof, read = check_history(history.messages, proofs(conversation), history.version)
+    counts = read.fold_counts(check_message_counts(history.counts, _given(history)))
+    split = None
+    if wants_turn(args.turn.continue_turn, args.turn.user_message, messages):
+        split = split_turn(messages)
+        messages, counts = split.earlier, counts[: split.at] if counts is not None else None
+        args = replace(args, turn=replace(args.turn, user_message=split.question))
+    turn = args.turn
     profile = options.profile
     label = profile.classify(turn.user_message, messages) if profile is not None else None
     # One capability lookup per compile: the context cap here, caching in the metadata.
@@ -153,25 +164,60 @@ def normalise(
         count=counter.count,
     )
     offer = _offer(args, settings, label)
+    text = _text(turn, settings, messages)
+    budget = _budget(agent, settings.max_tokens, counter, scale, capabilities)
     return CompileRequest(
         history=HistoryRequest(
             messages=messages,
             conversation=conversation,
-            counts=read.fold_counts(check_message_counts(history.counts, _given(history))),
+            counts=counts,
             proof=proof,
             new_session=history.new_session,
             writers=writers,
             pinned=leading_unit(messages) if read.boundary is not None else 0,
             boundary=read.boundary,
         ),
-        text=_text(turn, settings, messages),
+        text=text,
         offer=offer,
         agent=agent,
         options=options,
-        budget=_budget(agent, settings.max_tokens, counter, scale, capabilities),
+        budget=budget,
         label=label,
         report_policies=profile is not None and bool(profile.policies or profile.must_include),
+        steps=_steps(split, text, budget, agent, offer, settings.message_overhead_tokens),
     )
+
+
+def _steps(
+    split: TurnSplit | None,
+    text: TurnText,
+    budget: Budget,
+    agent: AgentInputs,
+    offer: Offer,
+    overhead: int,
+) -> TurnSteps:
+    """A continued turn's steps, fitted to what the core, the question and the memories'
+    share (:func:`memory_room`) leave."""
+    if split is None:
+        return NO_STEPS
+    count = budget.count
+    room = budget.counted - count(text.core) - count(text.end_text) - 2 * overhead
+    room -= memory_room(offer, budget)
+    return fit_steps(split, room, count, overhead, agent.images.tokens)
+
+
+def _checked(args: CompileArgs) -> str:
+    """Check the turn's texts and the compressor; the conversation's state key."""
+    turn, conversation = args.turn, args.options.conversation_id
+    check_compressor(args.memories.compress_sync)
+    check_turn_texts(
+        turn.user_message,
+        turn.agent_persona_prompt,
+        turn.last_assistant_turn,
+        turn.dynamic_directives,
+        conversation,
+    )
+    return DEFAULT_CONVERSATION if conversation is None else conversation
 
 
 def _given(history: HistoryArgs) -> int:

@@ -34,6 +34,7 @@ from membrane.stages.history import (
     Writers,
     nearest_passages,
     passage_order,
+    prefetch_arrivals,
     recall_reason,
     select_passages,
     window_cover,
@@ -86,6 +87,8 @@ class FittedFinal:
     tokens: int
     choice: list[FitChoice]
     recall_reason: str | None = None
+    #: A continued turn's earlier final message, sent again unchanged.
+    reused: bool = False
 
     def report(self, offered: int) -> FitReport:
         """This stage's part of the compile's report (``offered``: items on offer)."""
@@ -115,6 +118,8 @@ def fit_system(
 def fit_final(given: FinalInput, window: HistoryWindow, settings: FinalSettings) -> FittedFinal:
     """Fit memories and recalled passages into what the window leaves of the budget."""
     count, overhead = given.budget.counter.count, settings.message_overhead_tokens
+    if given.semantic is not None and window.tracker is not None:
+        prefetch_arrivals(window.tracker, window.kept, given.semantic)
     before_final = count(window.system_text) + overhead + window.kept_tokens + overhead
     room = given.budget.counted - before_final - count(given.text.end_text) - 2
     reason, recall = _recall_for(given, window, settings)

@@ -147,11 +147,14 @@ def cache_report(
     tail_tokens: int,
     token_scale: float,
     capabilities: ModelCapabilities | None = None,
+    turn: tuple[tuple[int, int], tuple[int, int] | None] | None = None,
 ) -> CacheReport:
     """Where a compiled end-placement prompt's cached prefixes end, and whether it caches.
 
     Breakpoints mark where a cached prefix ends: after the core (inside the system message when
-    an eviction index follows it, hence ``chars``), after the index, after the history. Token
+    an eviction index follows it, hence ``chars``), after the index, after the history, and in
+    a continued turn after its question message and after its last step (``turn``: each
+    message's index and the tokens up to it), which the turn's next call sends again. Token
     figures count from the start of the prompt, framing included. ``enabled=False`` switches
     caching off (``use_prompt_caching_split=False``). ``capabilities`` are the model's (looked
     up from ``model_id`` when None).
@@ -170,6 +173,13 @@ def cache_report(
         breakpoints.append(
             {"message_index": history_messages, "tokens": prefix_tokens, "reason": "history"}
         )
+    if turn is not None:
+        question, last = turn
+        breakpoints.append(
+            {"message_index": question[0], "tokens": question[1], "reason": "question"}
+        )
+        if last is not None:
+            breakpoints.append({"message_index": last[0], "tokens": last[1], "reason": "turn"})
     if capabilities is None and model_id is not None:
         capabilities = get_model_capabilities(model_id)
     caching = model_id is not None and capabilities is not None and capabilities.prompt_caching

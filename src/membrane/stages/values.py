@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from membrane.prompt_text import RECALL_HEADER
 from membrane.stages.fit import FitRules
@@ -21,7 +21,16 @@ if TYPE_CHECKING:
     from membrane.profile import MembraneProfile
     from membrane.tokenizers import MemoizedCounter, TokenizerRegistry
 
-__all__ = ["Budget", "FinalMessage", "HistoryRequest", "Offer", "TurnText", "joined_parts"]
+__all__ = [
+    "NO_STEPS",
+    "Budget",
+    "FinalMessage",
+    "HistoryRequest",
+    "Offer",
+    "TurnSteps",
+    "TurnText",
+    "joined_parts",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +63,24 @@ class HistoryRequest:
     pinned: int = 0
     #: The caller's index of the message or item holding that boundary (None: there is none).
     boundary: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSteps:
+    """A continued turn's steps after its question: tool calls and results, as sent."""
+
+    messages: list[Message]
+    #: Their tokens, framing included.
+    tokens: int = 0
+    #: How many tool results were replaced by a note to fit the budget.
+    stubbed: int = 0
+    #: The question's parts that are not text (images, files), sent after its text.
+    parts: list[Any] = field(default_factory=list)
+    #: This compile continues a turn (False: it asks a new question).
+    continued: bool = True
+
+
+NO_STEPS = TurnSteps([], continued=False)
 
 
 @dataclass(frozen=True, slots=True)

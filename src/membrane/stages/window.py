@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from membrane.compile_state import LRUCache, StateView
-from membrane.messages import Message, message_text
+from membrane.messages import Message, is_question, message_text
 from membrane.prompt_text import INDEX_HEADER
 from membrane.report import WindowReport
 from membrane.stages.history import (
@@ -112,6 +112,8 @@ class WindowInput:
     offer_texts: Sequence[str]
     #: What a message's images cost beyond their stand-in text (0 for a message without any).
     image_tokens: Callable[[Mapping[str, Any]], int] = lambda _m: 0
+    #: What a continued turn's steps after the question take of the budget.
+    turn_tokens: int = 0
 
 
 class WindowPlanner:
@@ -193,6 +195,9 @@ class WindowPlanner:
             kept_tokens=window.kept_tokens + tokens,
             boundary=history.boundary,
         )
+
+    def tracker_of(self, conversation: str) -> HistoryTracker | None:  # read it under its lock
+        return self._trackers.find(lambda k: k[0] == conversation)
 
     def forget(self, conversation: str) -> None:
         """Drop what this planner keeps of ``conversation`` (its tracker and system text)."""
@@ -410,8 +415,15 @@ def _cut_for_turn(
     # The tracked cut stays, so the next ordinary turn hits the cache again.
     unit = tracker.cut
     reserved = count(system_text) + overhead + kept_tokens + count(given.text.end_text) + overhead
+    reserved += given.turn_tokens
     while reserved > given.budget.counted and unit < len(tracker.bounds):
         reserved -= tracker.unit_tokens[unit]
+        kept_tokens -= tracker.unit_tokens[unit]
+        unit += 1
+    # What is kept after a cut opens with a question: an answer never outlives its question,
+    # and some APIs (Bedrock's Converse) refuse a conversation that opens otherwise.
+    messages = given.history.messages
+    while 0 < unit < len(tracker.bounds) and not is_question(messages[tracker.bounds[unit][0]]):
         kept_tokens -= tracker.unit_tokens[unit]
         unit += 1
     start = tracker.bounds[unit][0] if unit < len(tracker.bounds) else len(given.history.messages)

@@ -29,12 +29,16 @@ __all__ = [
     "check_id",
     "check_namespace",
     "conversation_key",
+    "escape_glob",
+    "glob_regex",
     "preflight_key",
     "ref_map_key",
     "scale_key",
     "scope",
     "scoped_conversation",
     "stress_key",
+    "user_conversations",
+    "user_scopes",
 ]
 
 #: Bumped from the unversioned ``membrane:conversation:<id>`` / ``membrane:scale:<model>`` names.
@@ -110,6 +114,48 @@ def preflight_key(conversation: str, namespace: str | None, digest: str) -> str:
 def scale_key(model_id: str | None, namespace: str | None = None) -> str:
     """The key of a model's token-scale calibration (no braces: it is no conversation's)."""
     return f"{_head(namespace)}scale:{(model_id or '').lower().translate(_PART)}"
+
+
+def escape_glob(text: str) -> str:
+    """``text`` as a literal inside a Redis ``SCAN MATCH`` glob."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
+def glob_regex(match: str) -> str:
+    """The regular expression a Redis glob stands for (``*``, ``?``, ``[...]``, escapes)."""
+    out, i = [], 0
+    while i < len(match):
+        c = match[i]
+        if c == "\\" and i + 1 < len(match):
+            out.append(re.escape(match[i + 1]))
+            i += 2
+            continue
+        if c == "[" and "]" in match[i + 1 :]:
+            end = match.index("]", i + 1)
+            body = match[i + 1 : end]
+            out.append(
+                "[^" + re.escape(body[1:]) + "]"
+                if body.startswith("^")
+                else "[" + re.escape(body) + "]"
+            )
+            i = end + 1
+            continue
+        out.append({"*": ".*", "?": "."}.get(c, re.escape(c)))
+        i += 1
+    return "".join(out)
+
+
+def user_conversations(user_id: str, namespace: str | None = None) -> str:
+    """The ``SCAN MATCH`` glob of every state key of ``user_id``'s conversations."""
+    tag = f"{len(user_id)}:{user_id}/".translate(_TAG)
+    return f"{escape_glob(_head(namespace))}conversation:{{{escape_glob(tag)}*}}"
+
+
+def user_scopes(user_id: str, namespace: str | None = None) -> str:
+    """The glob of :func:`scope` for every conversation of ``user_id`` (after a key prefix)."""
+    head = "" if namespace is None else f"{namespace.translate(_PART)}:"
+    tag = f"{len(user_id)}:{user_id}/".translate(_TAG)
+    return f"{escape_glob(head)}{{{escape_glob(tag)}*}}"
 
 
 def check_namespace(namespace: object, field: str = "state_namespace") -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from membrane.errors import InvalidInputError
+from membrane.state.keys import glob_regex
 from membrane.state.protocol import decode_state, encode_state, state_version
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "InMemoryStateStore"]
@@ -86,6 +88,13 @@ class InMemoryStateStore:
         """Remove ``key`` and its value (nothing happens when it is absent)."""
         with self._lock:
             self._data.pop(key, None)
+
+    def scan(self, match: str) -> list[str]:
+        """The keys held that match ``match``, a Redis ``SCAN MATCH`` glob (``*``, ``?``,
+        ``[...]``, ``\\`` escapes)."""
+        pattern = re.compile(glob_regex(match))
+        with self._lock:
+            return [key for key in self._data if pattern.fullmatch(key)]
 
     def __len__(self) -> int:
         """Entries held, expired ones not yet dropped included (at most ``max_entries``)."""

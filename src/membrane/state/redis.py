@@ -29,6 +29,7 @@ from membrane.state._calls import (
     run_patiently,
 )
 from membrane.state.client import bounded_client, check_client, check_deadline, redis_errors
+from membrane.state.keys import escape_glob
 from membrane.state.memory import InMemoryStateStore
 from membrane.state.protocol import (
     StateStoreWarning,
@@ -212,6 +213,17 @@ class RedisStateStore:
         name = self._prefix + key
         self._call("delete", key, name, lambda: self._client.delete(name))
         self._copy.delete(key)
+
+    def scan(self, match: str) -> list[str]:
+        """The keys that match ``match`` (a ``SCAN MATCH`` glob), without this store's prefix.
+
+        Walks the whole key space (every primary of a cluster), so it is for erasure and
+        maintenance, not for compiles.
+        """
+        pattern = escape_glob(self._prefix) + match
+        names = self._call("scan", match, pattern, lambda: list(self._client.scan_iter(pattern)))
+        cut = len(self._prefix)
+        return [(n.decode() if isinstance(n, bytes) else str(n))[cut:] for n in names]
 
     def node_of(self, key: str) -> str:
         """The node that serves ``key``: ``host:port`` on a cluster, "" for a single server.

@@ -36,6 +36,7 @@ from membrane.stages.history._meaning import (
     MEANING_SCAN,
     nearest_passages,
     passage_order,
+    prefetch_arrivals,
 )
 from membrane.stages.history._passages import PASSAGE_WORDS, Passage, RecalledPassage
 from membrane.stages.history._recall import recall_candidates, select_passages
@@ -70,6 +71,7 @@ __all__ = [
     "index_digest",
     "nearest_passages",
     "passage_order",
+    "prefetch_arrivals",
     "read_snapshot",
     "recall_candidates",
     "recall_reason",

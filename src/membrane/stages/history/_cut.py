@@ -192,6 +192,9 @@ class HistoryTracker:
     resumed_events: int = 0
     #: The serial of the history validation whose messages it last read (see :meth:`matches`).
     proof_serial: int | None = None
+    #: How many messages and passages were handed to a background embedder (see ``_meaning``).
+    prefetched_messages: int = 0
+    prefetched_passages: int = 0
     # pid -> the passage recalled whole, for the last MAX_RECALLED_KEPT passages recalled
     _recalled: dict[int, RecalledPassage] = field(default_factory=dict)
     # pid -> its recalled line's tokens, for up to MAX_RECALLED_COUNTS passages

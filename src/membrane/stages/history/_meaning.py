@@ -9,12 +9,14 @@ comes back.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from membrane.messages import history_text
 from membrane.stages.history._cover import WindowCover
 from membrane.stages.history._cut import HistoryTracker
+from membrane.stages.history._passages import passages_of
 from membrane.stages.history._recall import recall_candidates
 from membrane.stages.history._speakers import Writers
 from membrane.text.relevance import content_words, stem
@@ -28,6 +30,7 @@ __all__ = [
     "MEANING_SCAN",
     "nearest_passages",
     "passage_order",
+    "prefetch_arrivals",
 ]
 
 
@@ -105,3 +108,27 @@ def passage_order(
         return None if ranked is None else [candidates[i] for i in ranked]
 
     return order
+
+
+def prefetch_arrivals(
+    tracker: HistoryTracker, kept: Sequence[Mapping[str, Any]], semantic: SemanticCall
+) -> int:
+    """Hand a background embedder what recall by meaning may compare later; returns how many.
+
+    That is the passages dropped since the last compile and those of the kept messages that
+    arrived since (cut as they will be when dropped, so their vectors are ready by then), the
+    newest :data:`MEANING_SCAN` of each at most. Nothing without an executor.
+    """
+    if not semantic.background:
+        return 0
+    passages = tracker.passages
+    first = max(tracker.prefetched_passages, len(passages) - MEANING_SCAN)
+    texts = [p.text for p in passages[first:]]
+    arrived = tracker.seen_messages - tracker.prefetched_messages
+    for message in kept[len(kept) - min(len(kept), arrived, MEANING_SCAN) :]:
+        text = history_text(message)
+        if text.strip():
+            texts.extend(p.text for p in passages_of(0, 0, "", text))
+    tracker.prefetched_passages = len(passages)
+    tracker.prefetched_messages = tracker.seen_messages
+    return semantic.prefetch(texts)

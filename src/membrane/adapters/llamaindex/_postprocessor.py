@@ -1,20 +1,13 @@
-"""LlamaIndex adapter: a node postprocessor that makes the prompt LlamaIndex sends fit a budget.
+"""The query-engine node postprocessor: the kept memories as the nodes the synthesizer formats.
 
-Needs the ``llamaindex`` extra (``llama-index-core`` 0.14). Filtering nodes is not enough to
-hold a budget: the response synthesizer formats each kept node's full text (and metadata) into
-its own template. :class:`MembraneNodePostprocessor` therefore returns nodes whose text *is*
-what Membrane kept (each node becomes its ``[Mem:N]`` line, thinned or capped as compiled,
-with its metadata hidden from the LLM) and reserves the synthesizer's template, the query and,
-for refine steps, room for the previous answer. The prompt the synthesizer finally builds from
-those nodes, with the ``compact`` or ``refine`` mode and LlamaIndex's default question-answer
-and refine templates, stays within ``max_tokens``.
-
-Each call builds a compiler of its own. LlamaIndex counts with ``Settings.tokenizer``, which by
-default downloads a tiktoken file; offline, set it to Membrane's bundled encoding::
-
-    from llama_index.core import Settings
-    from membrane.tokenizers import load_encoding
-    Settings.tokenizer = load_encoding("cl100k_base").encode
+Filtering nodes is not enough to hold a budget: the response synthesizer formats each kept
+node's full text (and metadata) into its own template. :class:`MembraneNodePostprocessor`
+therefore returns nodes whose text *is* what Membrane kept (each node becomes its ``[Mem:N]``
+line, thinned or capped as compiled, with its metadata hidden from the LLM) and reserves the
+synthesizer's template, the query and, for refine steps, room for the previous answer. The
+prompt the synthesizer finally builds from those nodes, with the ``compact`` or ``refine``
+mode and LlamaIndex's default question-answer and refine templates, stays within
+``max_tokens``. Calls with the same budget and ``compiler_options`` share one compiler.
 """
 
 from __future__ import annotations
@@ -29,7 +22,7 @@ from llama_index.core.prompts.chat_prompts import CHAT_REFINE_PROMPT, CHAT_TEXT_
 from llama_index.core.prompts.default_prompts import DEFAULT_REFINE_PROMPT, DEFAULT_TEXT_QA_PROMPT
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 
-from membrane.adapters._common import kept_memory_lines, new_compiler
+from membrane.adapters._common import kept_memory_lines, shared_compiler
 from membrane.compiler import CompileResult
 from membrane.config import DEFAULT_MESSAGE_OVERHEAD_TOKENS
 from membrane.errors import InvalidInputError
@@ -150,7 +143,7 @@ class MembraneNodePostprocessor(BaseNodePostprocessor):
 
     def _compile(self, memories: list[MemoryItem], query: str, budget: int) -> CompileResult:
         options = {"include_interrupt_instruction": False, **self.compiler_options}
-        return new_compiler(budget, options).compile(memories, query)
+        return shared_compiler(budget, options).compile(memories, query)
 
 
 def _template_tokens(
