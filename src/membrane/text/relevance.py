@@ -209,7 +209,7 @@ def _ascii_words(text: str) -> list[str]:
     return pieces  # no piece starts or ends with a mark: nothing to strip
 
 
-@memoised(0.15, key_bytes)
+@memoised(0.12, key_bytes)
 def content_words(text: str) -> tuple[str, ...]:
     """Lower-cased words of ``text`` without stopwords, in order (duplicates kept).
 

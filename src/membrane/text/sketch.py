@@ -155,13 +155,20 @@ class TermSketch(TermStats):
 
     def to_text(self) -> str:
         """The counters, little-endian, deflated and in base64 (a few KiB)."""
-        counts = array("H", self._counts)
-        if sys.byteorder == "big":
-            counts.byteswap()
+        if self._counts.typecode == "B":
+            # One-byte counters widened to two little-endian bytes: the count, then a zero.
+            wide = bytearray(2 * len(self._counts))
+            wide[0::2] = self._counts.tobytes()
+            raw = bytes(wide)
+        else:
+            counts = array("H", self._counts)
+            if sys.byteorder == "big":
+                counts.byteswap()
+            raw = counts.tobytes()
         # Run-length deflate: several times faster than the default strategy (a snapshot is
         # made on every cut move), and smaller while most counters are still zero.
         deflate = zlib.compressobj(9, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
-        packed = deflate.compress(counts.tobytes()) + deflate.flush()
+        packed = deflate.compress(raw) + deflate.flush()
         return base64.b64encode(packed).decode("ascii")
 
     @classmethod

@@ -7,7 +7,7 @@ import re
 import string
 import sys
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
@@ -128,17 +128,30 @@ class _Generations(Generic[K]):
     threads.
     """
 
-    __slots__ = ("_half", "_half_bytes", "_keep_old", "_lock", "held", "old", "young")
+    __slots__ = (
+        "_half",
+        "_half_bytes",
+        "_keep_old",
+        "_key_bytes",
+        "_lock",
+        "old",
+        "old_bytes",
+        "young",
+        "young_bytes",
+    )
 
-    def __init__(self, max_entries: int, max_bytes: int) -> None:
+    def __init__(
+        self, max_entries: int, max_bytes: int, key_bytes: Callable[[K], int] = sys.getsizeof
+    ) -> None:
         self._half = max(max_entries // 2, 1)
         self._half_bytes = max_bytes // 2
         self._keep_old = 2 * self._half <= max_entries  # not for a bound of one
+        self._key_bytes = key_bytes
         self._lock = threading.Lock()
         self.young: dict[K, int] = {}
         self.old: dict[K, int] = {}
-        # The bytes of each generation's entries: (young, old).
-        self.held = (0, 0)
+        # The bytes of each generation's entries.
+        self.young_bytes = self.old_bytes = 0
 
     def get(self, key: K) -> int | None:
         n = self.young.get(key)
@@ -149,16 +162,16 @@ class _Generations(Generic[K]):
         return n
 
     def put(self, key: K, n: int) -> None:
-        cost = _key_bytes(key) + _SLOT_BYTES
+        cost = self._key_bytes(key) + _SLOT_BYTES
         if cost > self._half_bytes:
             return
         with self._lock:
-            young, old = self.held
-            if len(self.young) >= self._half or young + cost > self._half_bytes:
-                self.old, self.young = (self.young if self._keep_old else {}), {}
-                young, old = 0, (young if self._keep_old else 0)
+            if len(self.young) >= self._half or self.young_bytes + cost > self._half_bytes:
+                keep = self._keep_old
+                self.old, self.young = (self.young if keep else {}), {}
+                self.old_bytes, self.young_bytes = (self.young_bytes if keep else 0), 0
             self.young[key] = n
-            self.held = (young + cost, old)
+            self.young_bytes += cost
 
     def __len__(self) -> int:
         return len(self.young) + len(self.old)
@@ -168,7 +181,7 @@ class _Generations(Generic[K]):
         with self._lock:
             self._half_bytes = min(self._half_bytes, max_bytes // 2)
             self.young, self.old = {}, {}
-            self.held = (0, 0)
+            self.young_bytes = self.old_bytes = 0
 
 
 # A memo entry besides its key: the dictionary's slot (its share of the table) and the count.
@@ -177,10 +190,8 @@ _SLOT_BYTES = 60
 DEFAULT_COUNT_MEMO_BYTES = 32 * 2**20
 
 
-def _key_bytes(key: object) -> int:
-    if isinstance(key, tuple):
-        return sys.getsizeof(key) + sum(map(sys.getsizeof, key))
-    return sys.getsizeof(key)
+def _pair_bytes(pair: tuple[str, str]) -> int:
+    return sys.getsizeof(pair) + sys.getsizeof(pair[0]) + sys.getsizeof(pair[1])
 
 
 class MemoizedCounter:
@@ -205,7 +216,9 @@ class MemoizedCounter:
         self.inner = inner
         self._texts: _Generations[str] = _Generations(max_entries, max_bytes // 2)
         # (line, breaks after it) -> tokens
-        self._lines: _Generations[tuple[str, str]] = _Generations(max_entries, max_bytes // 2)
+        self._lines: _Generations[tuple[str, str]] = _Generations(
+            max_entries, max_bytes // 2, _pair_bytes
+        )
         self._by_lines = bool(getattr(inner, "splits_at_line_starts", False))
 
     def __len__(self) -> int:
@@ -220,7 +233,8 @@ class MemoizedCounter:
     @property
     def held_bytes(self) -> int:
         """The bytes the memo's entries hold, by its own count (see :class:`_Generations`)."""
-        return sum(self._texts.held) + sum(self._lines.held)
+        texts, lines = self._texts, self._lines
+        return texts.young_bytes + texts.old_bytes + lines.young_bytes + lines.old_bytes
 
     @property
     def name(self) -> str:

@@ -161,7 +161,7 @@ def _needed_now(
         return {}
     if cover is None:
         return scores
-    passages, telling = tracker.passages, cover.telling
+    messages, telling = tracker.passages.messages, cover.telling
     by_message = _stated_by_message(tracker, scores, telling)
     if cover.asks:
         answered = _answered(cover)
@@ -169,9 +169,9 @@ def _needed_now(
             m: math.fsum(telling[w] * h for w, h in sorted(stated.items())) - answered
             for m, stated in by_message.items()
         }
-        return {pid: s for pid, s in scores.items() if gains[passages[pid].message] > 0.0}
+        return {pid: s for pid, s in scores.items() if gains[messages[pid]] > 0.0}
     gains = {message: _gain(stated, cover) for message, stated in by_message.items()}
-    return {pid: s for pid, s in scores.items() if gains[passages[pid].message] >= min_score}
+    return {pid: s for pid, s in scores.items() if gains[messages[pid]] >= min_score}
 
 
 def _stated_by_message(
@@ -203,7 +203,7 @@ def _stated_by_message(
         passages = tracker.passages
         for pid in scores:
             own = stated_memo(passages[pid].sentences)
-            stated = by_message[passages[pid].message]
+            stated = by_message[passages.message(pid)]
             for w in unscanned:
                 held = own.get(w)
                 if held is not None and stated.get(w, 0.0) < held:

@@ -41,13 +41,12 @@ from membrane.messages import (
     tool_call_labels,
     writer_name,
 )
-from membrane.prompt_text import recalled_line
 from membrane.stages.history._index import IndexLine, index_line
 from membrane.stages.history._passages import (
     PassageList,
     RecalledPassage,
     passages_of,
-    recalled_whole,
+    recalled_line_of,
 )
 from membrane.stages.history._postings import PostingIndex
 from membrane.stages.history._score import score_passages
@@ -59,7 +58,6 @@ from membrane.text.sketch import TermSketch
 
 __all__ = [
     "MAX_RECALLED_COUNTS",
-    "MAX_RECALLED_KEPT",
     "CutEvent",
     "HistoryTracker",
     "reference_cut",
@@ -73,8 +71,6 @@ __all__ = [
 # index line's object, picks and numbers; a recalled passage's object, number and dict slot;
 # a score kept for the next look-up. Passages and postings count their own bytes.
 _TRACKER_BYTES = 2_000
-#: How many recalled passages a tracker keeps ready (their lines and counts).
-MAX_RECALLED_KEPT = 16
 #: How many recalled passages' counts a tracker keeps.
 MAX_RECALLED_COUNTS = 4096
 # A kept count: the dict slot and the int.
@@ -82,7 +78,6 @@ _COUNT_BYTES = 130
 _UNIT_BYTES = 260
 _EVENT_BYTES = 130
 _LINE_BYTES = 260
-_RECALLED_BYTES = 220
 _SCORE_BYTES = 110
 
 
@@ -195,13 +190,9 @@ class HistoryTracker:
     #: How many messages and passages were handed to a background embedder (see ``_meaning``).
     prefetched_messages: int = 0
     prefetched_passages: int = 0
-    # pid -> the passage recalled whole, for the last MAX_RECALLED_KEPT passages recalled
-    _recalled: dict[int, RecalledPassage] = field(default_factory=dict)
     # pid -> its recalled line's tokens, for up to MAX_RECALLED_COUNTS passages
     _recalled_tokens: dict[int, int] = field(default_factory=dict)
     _last_scores: tuple[tuple[str, int, int, Writers], dict[int, float]] | None = None
-    # The bytes of the recalled passages kept, as they are added.
-    _recalled_bytes: int = 0
 
     def __post_init__(self) -> None:
         self.postings = PostingIndex(self.passages)
@@ -371,34 +362,24 @@ class HistoryTracker:
 
     def recalled(self, pid: int) -> RecalledPassage:
         """Passage ``pid`` recalled whole (its tokens count the line break after it)."""
-        known = self._recalled.get(pid)
-        if known is None:
-            if len(self._recalled) >= MAX_RECALLED_KEPT:
-                self._recalled.clear()
-                self._recalled_bytes = 0
-            tokens = self._recalled_tokens.get(pid)
-            passage = self.passages[pid]
-            if tokens is None:
-                known = recalled_whole(pid, passage, self.count)
-                self._keep_tokens(pid, known.tokens)
-            else:
-                line = recalled_line(passage.role, passage.text)
-                known = RecalledPassage(pid, passage.role, line, tokens)
-            self._recalled[pid] = known
-            self._recalled_bytes += _RECALLED_BYTES + sys.getsizeof(known.text)
-        return known
+        passages = self.passages
+        role = passages.role(pid)
+        line = recalled_line_of(role, passages.text(pid))
+        return RecalledPassage(pid, role, line, self.recalled_tokens(pid, line))
 
-    def recalled_tokens(self, pid: int) -> int:
-        """The tokens of passage ``pid`` recalled whole, without keeping its line."""
+    def recalled_tokens(self, pid: int, line: str | None = None) -> int:
+        """The tokens of passage ``pid`` recalled whole (``line``: its line, when known)."""
         tokens = self._recalled_tokens.get(pid)
-        return self.recalled(pid).tokens if tokens is None else tokens
-
-    def _keep_tokens(self, pid: int, tokens: int) -> None:
-        # Recall weighs a few dozen candidates a turn, often the same ones turn after turn: their
-        # counts are kept (a number each), their lines only for the few sent lately.
-        if len(self._recalled_tokens) >= MAX_RECALLED_COUNTS:
-            self._recalled_tokens.clear()
-        self._recalled_tokens[pid] = tokens
+        if tokens is None:
+            # Recall weighs a few dozen candidates a turn, often the same ones turn after turn:
+            # their counts are kept here (a number each), their lines in a process-wide memo.
+            if line is None:
+                line = recalled_line_of(self.passages.role(pid), self.passages.text(pid))
+            tokens = self.count(line) + 1
+            if len(self._recalled_tokens) >= MAX_RECALLED_COUNTS:
+                self._recalled_tokens.clear()
+            self._recalled_tokens[pid] = tokens
+        return tokens
 
     def held_bytes(self) -> int:
         """The bytes this tracker holds, counted generously (objects shared with others, such
@@ -420,7 +401,6 @@ class HistoryTracker:
             + _EVENT_BYTES * len(self.events)
             + lines
             + self.passages.bytes()
-            + self._recalled_bytes
             + _COUNT_BYTES * len(self._recalled_tokens)
             + self.postings.bytes()
             + _SCORE_BYTES * scores

@@ -11,13 +11,14 @@ from __future__ import annotations
 import math
 import re
 import string
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, pairwise
 from operator import truediv
 
-from membrane.memo import key_bytes, memoised
+from membrane.memo import memoised, strings_bytes
 from membrane.prompt_text import index_block, index_entry
 from membrane.stages.history._shared import Count, is_request
 from membrane.text.relevance import TermStats, content_words, marked_words
@@ -43,6 +44,7 @@ _REQUEST_DISCOUNT = 0.3
 # is mostly the layout its message repeats (a log line, an export row): it names nothing.
 _LAYOUT_SHARE = 0.5
 
+_size = sys.getsizeof
 _DIGIT = re.compile(r"\d")
 # Digits read as 0 and letters as a: dates, counters and IDs written to one pattern (the
 # timestamps of a log, the key column of an export) count as one word repeated in a message.
@@ -85,8 +87,10 @@ class _Reading:
 
 
 def _shaped_bytes(value: tuple[tuple[str, ...], tuple[str, ...], frozenset[str], int]) -> int:
+    # A shape is its word, or a new string of the same length: the words' bytes, twice.
     words, shapes, shape_set, _ = value
-    return key_bytes(value) + key_bytes(words) + key_bytes(shapes) + key_bytes(shape_set)
+    containers = _size(value) + _size(words) + _size(shapes) + _size(shape_set)
+    return containers + 2 * strings_bytes(words)
 
 
 def _has_digit(word: str) -> bool:

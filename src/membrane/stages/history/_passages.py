@@ -26,6 +26,7 @@ __all__ = [
     "PassageList",
     "RecalledPassage",
     "passages_of",
+    "recalled_line_of",
     "recalled_whole",
     "sentence_stems",
     "stated_memo",
@@ -72,6 +73,7 @@ class PassageList(Sequence[Passage]):
     :class:`Passage`; :meth:`message` reads a passage's message alone (recall's hot path)."""
 
     __slots__ = (
+        "_bytes",
         "_ends",
         "_label_ids",
         "_labels",
@@ -95,14 +97,19 @@ class PassageList(Sequence[Passage]):
         self._labels: list[str] = []
         self._label_ids: dict[str, int] = {}
         self._writers: dict[int, str] = {}
+        # The texts' bytes, labels' and writers' included, kept as they are added.
+        self._bytes = 400
 
     def append(self, passage: Passage) -> None:
         role_id = self._label_ids.get(passage.role)
         if role_id is None:
             role_id = self._label_ids[passage.role] = len(self._labels)
             self._labels.append(passage.role)
+            self._bytes += 150 + sys.getsizeof(passage.role)
         if passage.writer is not None:
             self._writers[len(self._texts)] = passage.writer
+            self._bytes += 200
+        self._bytes += sys.getsizeof(passage.text)
         self._units.append(passage.unit)
         self.messages.append(passage.message)
         self._roles.append(role_id)
@@ -113,6 +120,14 @@ class PassageList(Sequence[Passage]):
     def message(self, pid: int) -> int:
         """The message passage ``pid`` comes from (its index in the history)."""
         return self.messages[pid]
+
+    def role(self, pid: int) -> str:
+        """The speaker label of passage ``pid``."""
+        return self._labels[self._roles[pid]]
+
+    def text(self, pid: int) -> str:
+        """The text of passage ``pid``."""
+        return self._texts[pid]
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -142,9 +157,7 @@ class PassageList(Sequence[Passage]):
         """The bytes held: each text, the columns, the labels and writers (counted as own)."""
         columns = (self._units, self.messages, self._roles, self._lengths, self._ends)
         arrays = sum(sys.getsizeof(column) for column in columns)
-        texts = sys.getsizeof(self._texts) + sum(map(sys.getsizeof, self._texts))
-        labels = sum(map(sys.getsizeof, self._labels)) + 150 * len(self._labels)
-        return arrays + texts + labels + 200 * len(self._writers) + 400
+        return self._bytes + arrays + sys.getsizeof(self._texts)
 
 
 def passages_of(
@@ -253,5 +266,16 @@ class RecalledPassage:
 
 def recalled_whole(pid: int, passage: Passage, count: Count) -> RecalledPassage:
     """Passage ``pid`` recalled whole (its tokens count the line break after it)."""
-    line = recalled_line(passage.role, passage.text)
+    line = recalled_line_of(passage.role, passage.text)
     return RecalledPassage(pid, passage.role, line, count(line) + 1)
+
+
+def recalled_line_of(role: str, text: str) -> str:
+    """:func:`membrane.prompt_text.recalled_line`, memoised: the passages recall brings back
+    are weighed again on many turns."""
+    return _recalled_line((role, text))
+
+
+@memoised(0.03, key_bytes)
+def _recalled_line(key: tuple[str, str]) -> str:
+    return recalled_line(*key)

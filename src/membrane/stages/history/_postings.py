@@ -6,7 +6,7 @@ lists of tuples spent about 250 bytes per word and 100 per entry; here the words
 cut are sealed into a segment: the words once, sorted (interned, so words common to many
 conversations are stored once in the process), the offsets of their runs and the runs
 themselves as 4-byte entries (``pid * 2``, plus one when only a question states the word).
-Segments merge when a newer one grows to half the size of the one before it, so a look-up
+Segments merge when a newer one grows to the size of the one before it, so a look-up
 searches a few of them (their number grows with the logarithm of the conversation's length),
 in each by bisection. A posting read back is a :class:`Posting`: its length is known without
 reading it, and it yields ``(pid, message, weight)`` in pid order, the message read from the
@@ -27,10 +27,24 @@ from membrane.stages.history._passages import (
     stated_memo,
 )
 
-__all__ = ["Entry", "Posting", "PostingIndex"]
+__all__ = [
+    "MAX_POSTINGS_SCANNED",
+    "Entry",
+    "LongPosting",
+    "Posting",
+    "PostingIndex",
+    "posting_of",
+]
 
 Entry = tuple[int, int, float]
 _size = sys.getsizeof
+# How many postings read since the last seal an index keeps (a compile reads its telling words
+# twice), and what one costs besides its entries, and each entry read out.
+_MAX_READ = 32
+#: Query words found in more passages than this are too common to tell passages apart.
+MAX_POSTINGS_SCANNED = 128
+_READ_BYTES = 300
+_ENTRY_BYTES = 120
 
 
 class _Segment:
@@ -44,26 +58,11 @@ class _Segment:
         self.starts = starts
         self.entries = entries
 
-    def find(self, word: str) -> tuple[int, int] | None:
-        """Where ``word``'s run lies in :attr:`entries`, or None."""
-        words = self.words
-        i = bisect_left(words, word)
-        if i == len(words) or words[i] != word:
-            return None
-        return self.starts[i], self.starts[i + 1]
-
-    def run(self, word: str) -> array[int]:
-        found = self.find(word)
-        return self.entries[found[0] : found[1]] if found is not None else array("I")
-
     def bytes(self) -> int:
         """What the segment holds, its words counted as if no other object shared them."""
         words = self.words
-        return (
-            (_size(self) + _size(words) + sum(map(_size, words)) + self.starts.buffer_info()[1] * 4)
-            + self.entries.buffer_info()[1] * 4
-            + 2 * _size(self.starts)
-        )
+        arrays = _size(self.starts) + _size(self.entries)
+        return _size(self) + _size(words) + sum(map(_size, words)) + arrays
 
 
 def _sealed(runs: Mapping[str, Sequence[int]]) -> _Segment:
@@ -77,51 +76,82 @@ def _sealed(runs: Mapping[str, Sequence[int]]) -> _Segment:
 
 
 def _merged(older: _Segment, newer: _Segment) -> _Segment:
-    runs: dict[str, array[int]] = {}
-    for segment in (older, newer):
-        for i, word in enumerate(segment.words):
-            run = segment.entries[segment.starts[i] : segment.starts[i + 1]]
-            known = runs.get(word)
-            if known is None:
-                runs[word] = run
-            else:
-                known.extend(run)
-    return _sealed(runs)
+    """One segment holding both, a word's older entries first (their pids are lower)."""
+    words: list[str] = []
+    starts = array("I", [0])
+    entries = array("I")
+    a_words, a_starts, a_entries = older.words, older.starts, older.entries
+    b_words, b_starts, b_entries = newer.words, newer.starts, newer.entries
+    i = j = 0
+    a_count, b_count = len(a_words), len(b_words)
+    while i < a_count or j < b_count:
+        a = a_words[i] if i < a_count else None
+        b = b_words[j] if j < b_count else None
+        if b is None or (a is not None and a <= b):
+            words.append(a)  # type: ignore[arg-type]  # a is a word here
+            entries.extend(a_entries[a_starts[i] : a_starts[i + 1]])
+            i += 1
+            if b is not None and a == b:
+                entries.extend(b_entries[b_starts[j] : b_starts[j + 1]])
+                j += 1
+        else:
+            words.append(b)
+            entries.extend(b_entries[b_starts[j] : b_starts[j + 1]])
+            j += 1
+        starts.append(len(entries))
+    return _Segment(words, starts, entries)
 
 
-class Posting:
-    """The passages stating one word: ``len()`` without reading them, and ``(pid, message,
-    weight)`` for each in pid order when iterated (``messages[pid]``: its message)."""
+class LongPosting:
+    """A posting with more entries than recall scans: its length, its entries read on demand."""
 
-    __slots__ = ("_head", "_messages", "_runs")
+    __slots__ = ("_head", "_length", "_messages", "_runs")
 
     def __init__(
-        self, messages: Sequence[int], head: Sequence[Entry], runs: list[array[int]]
+        self,
+        messages: Sequence[int],
+        head: Sequence[Entry],
+        runs: list[tuple[array[int], int, int]],
+        length: int,
     ) -> None:
         self._messages = messages
         self._head = head
         self._runs = runs
+        self._length = length
 
     def __len__(self) -> int:
-        return len(self._head) + sum(map(len, self._runs))
-
-    def __bool__(self) -> bool:
-        return bool(self._head) or any(self._runs)
+        return self._length
 
     def __iter__(self) -> Iterator[Entry]:
-        yield from self._head
-        messages = self._messages
-        for run in self._runs:
-            for entry in run:
-                pid = entry >> 1
-                yield pid, messages[pid], QUESTION_WEIGHT if entry & 1 else 1.0
+        return iter(_read_out(self._messages, self._head, self._runs))
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Posting):
-            return list(self) == list(other)
-        return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]  # compared by content, never a key
+#: A word's passages, ``(pid, message, weight)`` in pid order: a list when recall may scan it
+#: (at most MAX_POSTINGS_SCANNED entries, one more for a restored tracker), else a
+#: :class:`LongPosting` whose length is known without reading it.
+Posting = list[Entry] | LongPosting
+
+
+def posting_of(
+    messages: Sequence[int], head: Sequence[Entry], runs: list[tuple[array[int], int, int]]
+) -> Posting:
+    """The posting made of ``head`` then ``runs`` (each an array, a start and a stop)."""
+    length = len(head) + sum(stop - start for _, start, stop in runs)
+    # One more than recall scans: a restored tracker's word found past the limit stays long.
+    if length > MAX_POSTINGS_SCANNED + 1:
+        return LongPosting(messages, head, runs, length)
+    return _read_out(messages, head, runs)
+
+
+def _read_out(
+    messages: Sequence[int], head: Sequence[Entry], runs: list[tuple[array[int], int, int]]
+) -> list[Entry]:
+    entries = list(head)
+    for array_, start, stop in runs:
+        for entry in array_[start:stop]:
+            pid = entry >> 1
+            entries.append((pid, messages[pid], QUESTION_WEIGHT if entry & 1 else 1.0))
+    return entries
 
 
 class PostingIndex:
@@ -136,6 +166,8 @@ class PostingIndex:
         # Filed since the last seal: word -> entries, sealed before the next look-up.
         self._pending: dict[str, list[int]] = {}
         self._bytes = 0
+        # The postings read since the last seal (a compile reads its few words several times).
+        self._read: dict[str, Posting | None] = {}
 
     def add(self, pid: int, passage: Passage) -> None:
         """File passage ``pid`` under each word it states (a question's words count half)."""
@@ -148,15 +180,36 @@ class PostingIndex:
             else:
                 run.append(entry)
 
-    def runs(self, word: str) -> list[array[int]]:
-        """``word``'s entries in each segment holding it, oldest first."""
-        self.seal()
-        return [run for segment in self._segments if len(run := segment.run(word))]
+    def runs(self, word: str) -> list[tuple[array[int], int, int]]:
+        """Where ``word``'s entries lie in each segment holding it, oldest first."""
+        if self._pending:
+            self.seal()
+        out = []
+        for segment in self._segments:
+            words = segment.words
+            i = bisect_left(words, word)
+            if i < len(words) and words[i] == word:
+                out.append((segment.entries, segment.starts[i], segment.starts[i + 1]))
+        return out
 
     def get(self, word: str, default: Posting | None = None) -> Posting | None:
         """The passages stating ``word``, or ``default`` when none does."""
+        if self._pending:
+            self.seal()
+        read = self._read
+        if word in read:
+            found = read[word]
+        else:
+            found = self.posting(word)
+            if len(read) >= _MAX_READ:
+                read.clear()
+            read[word] = found
+        return default if found is None else found
+
+    def posting(self, word: str) -> Posting | None:
+        """``word``'s posting read afresh (:meth:`get` keeps what it reads), or None."""
         runs = self.runs(word)
-        return Posting(self._passages.messages, (), runs) if runs else default
+        return posting_of(self._passages.messages, (), runs) if runs else None
 
     def __iter__(self) -> Iterator[str]:
         """Every word filed, once."""
@@ -175,7 +228,8 @@ class PostingIndex:
         segments = self._segments
         segments.append(_sealed(self._pending))
         self._pending = {}
-        while len(segments) > 1 and 2 * len(segments[-1].entries) >= len(segments[-2].entries):
+        self._read.clear()
+        while len(segments) > 1 and len(segments[-1].entries) >= len(segments[-2].entries):
             newer = segments.pop()
             segments[-1] = _merged(segments[-1], newer)
         self._bytes = sum(segment.bytes() for segment in segments)
@@ -183,6 +237,11 @@ class PostingIndex:
     def bytes(self) -> int:
         """What the index holds, about (what was filed since the last seal counted generously)."""
         pending = self._pending
-        return self._bytes + (
-            sum(_size(w) + 64 + 8 * len(run) for w, run in pending.items()) if pending else 0
+        filed = sum(_size(w) + 64 + 8 * len(run) for w, run in pending.items()) if pending else 0
+        # A posting read is counted as if read out: a tuple of three numbers a passage.
+        read = sum(
+            _READ_BYTES + (_ENTRY_BYTES * len(p) if isinstance(p, list) else 0)
+            for p in self._read.values()
+            if p is not None
         )
+        return self._bytes + filed + read

@@ -6,10 +6,8 @@ its most telling words, which bounds the work however long the conversation grow
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from membrane.stages.history._passages import Passage
-from membrane.stages.history._postings import Posting, PostingIndex
+from membrane.stages.history._passages import PassageList
+from membrane.stages.history._postings import MAX_POSTINGS_SCANNED, Posting, PostingIndex
 from membrane.stages.history._speakers import Writers
 from membrane.text.relevance import (
     TermStats,
@@ -18,9 +16,6 @@ from membrane.text.relevance import (
 )
 
 __all__ = ["MAX_POSTINGS_SCANNED", "score_passages", "telling_words"]
-
-# Query words found in more passages than this are too common to tell passages apart.
-MAX_POSTINGS_SCANNED = 128
 
 
 _MESSAGE_CONTEXT_WEIGHT = 0.5
@@ -84,7 +79,7 @@ def _telling_now(query: str, stats: TermStats) -> dict[str, float]:
 
 
 def score_passages(
-    passages: Sequence[Passage],
+    passages: PassageList,
     postings: PostingIndex,
     stats: TermStats,
     query: str,
@@ -107,9 +102,9 @@ def score_passages(
         posting = postings.get(w)
         if posting and len(posting) <= MAX_POSTINGS_SCANNED:
             _gains(posting, weight, own, context)
+    messages = passages.messages
     scores = {
-        pid: score + _MESSAGE_CONTEXT_WEIGHT * context[passages[pid].message]
-        for pid, score in own.items()
+        pid: score + _MESSAGE_CONTEXT_WEIGHT * context[messages[pid]] for pid, score in own.items()
     }
     if writers is not None:
         for pid in scores:

@@ -36,7 +36,7 @@ from membrane.messages import HistoryVersion, group_units, prefix_digest
 from membrane.stages.history._cut import CutEvent, HistoryTracker, unit_key
 from membrane.stages.history._index import IndexLine
 from membrane.stages.history._passages import PassageList, sentence_stems, stated_memo
-from membrane.stages.history._postings import Entry, Posting, PostingIndex
+from membrane.stages.history._postings import Entry, Posting, PostingIndex, posting_of
 from membrane.stages.history._rederive import (
     ImageTokens,
     LineRecipe,
@@ -373,14 +373,14 @@ class RestoredPostings(PostingIndex):
         self._early: dict[str, list[Entry]] = {}
         self._lowered: list[str | None] | None = None
 
-    def get(self, word: str, default: Posting | None = None) -> Posting | None:
+    def posting(self, word: str) -> Posting | None:
         early = self._early.get(word)
         if early is None:
             early = self._early[word] = self._find(word)
         runs = self.runs(word)
         if not early and not runs:
-            return default
-        return Posting(self._restored_passages.messages, early, runs)
+            return None
+        return posting_of(self._restored_passages.messages, early, runs)
 
     def __iter__(self) -> Iterator[str]:
         yield from (word for word, early in self._early.items() if early)
