@@ -137,9 +137,8 @@ class ContextCompiler:
         )
         self._scope = StateScope(state_namespace)  # raises on a bad namespace
         self.state_namespace = self._scope.namespace
-        tokens = cache_bytes // 4  # a quarter for token counts, the rest for the history
-        self._counters = CounterChoice(model_id, tokenizer_registry, token_counter, tokens)
-        self._window, self._turns = WindowPlanner(cache_bytes - tokens), TurnFreezer()
+        self._counters = CounterChoice(model_id, tokenizer_registry, token_counter, cache_bytes)
+        self._window, self._turns = WindowPlanner(cache_bytes), TurnFreezer()
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
         # Per conversation: what its last validated history proved (see check_history).
         self._checked: LRUCache[str, CheckedPrefix] = LRUCache(_MAX_CONVERSATIONS)

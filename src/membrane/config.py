@@ -32,8 +32,9 @@ __all__ = [
 ]
 
 #: What one compiler's caches may hold, by real memory: the history trackers and system texts
-#: of the conversations it serves (three quarters) and its token counts (a quarter). The
-#: process-wide text memos are bounded apart (``membrane.memo``).
+#: of the conversations it serves (three quarters, ``stages.window.WindowPlanner``) and its
+#: token counts (a quarter, ``tokenizers.CounterChoice``). The process-wide text memos are
+#: bounded apart (``membrane.memo``).
 DEFAULT_CACHE_BYTES = 128 * 2**20
 DEFAULT_HISTORY_SHARE = 0.75
 DEFAULT_INDEX_SHARE = 0.125

@@ -93,11 +93,9 @@ def strings_bytes(strings: Iterable[object]) -> int:
     return sum(map(_size, strings))
 
 
-def key_bytes(key: object) -> int:
-    """The bytes of a string, or of a tuple or frozenset and the objects in it."""
-    if isinstance(key, (tuple, frozenset)):
-        return _size(key) + strings_bytes(key)
-    return _size(key)
+def key_bytes(key: tuple[object, ...] | frozenset[object]) -> int:
+    """The bytes of a tuple or frozenset and of the objects in it."""
+    return _size(key) + sum(map(_size, key))
 
 
 def mapping_bytes(mapping: Mapping[str, object]) -> int:
@@ -141,10 +139,13 @@ class _Generations:
 
 
 def memoised(
-    share: float, value_bytes: Callable[[Any], int]
+    share: float,
+    value_bytes: Callable[[Any], int],
+    key_size: Callable[[Any], int] = _size,
 ) -> Callable[[Callable[[K], V]], Callable[[K], V]]:
     """Memoise a function of one hashable argument whose result is never None, in ``share``
-    of :func:`memo_bytes`; ``value_bytes`` counts a result's bytes (the key's are added)."""
+    of :func:`memo_bytes`; ``value_bytes`` counts a result's bytes and ``key_size`` the
+    argument's (a string's by default; :func:`key_bytes` for a tuple)."""
 
     def decorate(fn: Callable[[K], V]) -> Callable[[K], V]:
         memo = _Generations(int(share * _TOTAL))
@@ -155,7 +156,7 @@ def memoised(
             value: V | None = memo.old.get(key)
             if value is None:
                 value = fn(key)
-            cost = key_bytes(key) + value_bytes(value) + _SLOT_BYTES
+            cost = key_size(key) + value_bytes(value) + _SLOT_BYTES
             if cost <= memo.half:
                 memo.keep(key, value, cost)
             return value

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from membrane import config
 from membrane.compile_state import LRUCache, StateView
 from membrane.messages import Message, is_question, message_text
 from membrane.prompt_text import INDEX_HEADER
@@ -37,8 +38,6 @@ from membrane.text.relevance import CombinedStats, TermStats
 __all__ = ["HistoryWindow", "WindowInput", "WindowPlanner", "WindowSettings", "tracker_bytes"]
 
 MAX_CONVERSATIONS = 512
-#: What one planner's trackers and system texts may hold together (an eighth for the texts).
-MAX_TRACKER_BYTES = 96 * 2**20
 #: A worker replays a history this short itself rather than read the state store for it.
 SHORT_HISTORY_MESSAGES = 16
 _FIELD = "conversation_messages"
@@ -119,19 +118,20 @@ class WindowInput:
 class WindowPlanner:
     """Plans each turn's history window; keeps one tracker per conversation between turns.
 
-    Both caches are bounded by entries and by bytes, ``max_bytes`` together (an eighth for the
-    system texts; :func:`tracker_bytes` counts a tracker), the least recently used leaving
-    first.
+    Both caches are bounded by entries and by bytes: three quarters of the compiler's
+    ``cache_bytes`` together (a tenth of that for the system texts; :func:`tracker_bytes` counts
+    a tracker), the least recently used leaving first.
     """
 
-    def __init__(self, max_bytes: int = MAX_TRACKER_BYTES) -> None:
+    def __init__(self, cache_bytes: int = config.DEFAULT_CACHE_BYTES) -> None:
+        held = cache_bytes - cache_bytes // 4
         self._trackers: LRUCache[tuple[str, int, int, str], HistoryTracker] = LRUCache(
-            MAX_CONVERSATIONS, max_bytes=max_bytes - max_bytes // 8, size=tracker_bytes
+            MAX_CONVERSATIONS, max_bytes=held - held // 10, size=tracker_bytes
         )
         # Per conversation: the last system text with its index (see _system_text).
         self._system_texts: LRUCache[
             str, tuple[HistoryTracker, tuple[str, str, int, int], str, int]
-        ] = LRUCache(MAX_CONVERSATIONS, max_bytes=max_bytes // 8, size=_system_text_bytes)
+        ] = LRUCache(MAX_CONVERSATIONS, max_bytes=held // 10, size=_system_text_bytes)
 
     def plan(self, given: WindowInput, state: StateView, settings: WindowSettings) -> HistoryWindow:
         if given.history.pinned:
@@ -298,7 +298,9 @@ def _restore(
     """
     counter = given.budget.counter
     overhead, frame = settings.message_overhead_tokens, settings.keyframe_tokens
-    fresh = HistoryTracker(share, max(share // 2, 1), counter.count, overhead, frame)
+    fresh = HistoryTracker(
+        share, max(share // 2, 1), counter.count, overhead, frame, line_room=line_room
+    )
     if len(given.history.messages) <= SHORT_HISTORY_MESSAGES:
         return fresh, "short"
     saved = state.conversation_state.get("tracker")

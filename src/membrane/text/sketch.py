@@ -112,6 +112,42 @@ class TermSketch(TermStats):
                     counts[b] = low + 1
         self.documents += 1
 
+    def add_words_noting(self, words: Iterable[str]) -> array[int]:
+        """:meth:`add_words`, returning the counters it raised (so :meth:`undo` can take the
+        document back out)."""
+        counts, remembered = self._counts, _REMEMBERED.get
+        raised = array("H")
+        for word in sorted(words if isinstance(words, (set, frozenset)) else set(words)):
+            a, b = remembered(word) or _buckets(word)
+            x, y = counts[a], counts[b]
+            low = x if x < y else y
+            if low == _BYTE_MAX and counts.typecode == "B":
+                counts = self._counts = array("H", counts)
+            if low < _MAX_COUNT:
+                if x == low:
+                    counts[a] = low + 1
+                    raised.append(a)
+                if y == low:
+                    counts[b] = low + 1
+                    raised.append(b)
+        self.documents += 1
+        return raised
+
+    def undo(self, raised: array[int]) -> None:
+        """Take back the last document added, whose raised counters :meth:`add_words_noting`
+        returned."""
+        counts = self._counts
+        for bucket in raised:
+            counts[bucket] -= 1
+        self.documents -= 1
+
+    def copy(self) -> TermSketch:
+        """An independent sketch with the same counts."""
+        twin = TermSketch()
+        twin._counts = array(self._counts.typecode, self._counts)
+        twin.documents = self.documents
+        return twin
+
     def df(self, word: str) -> int:
         a, b = _buckets(word)
         return min(self._counts[a], self._counts[b])

@@ -82,9 +82,10 @@ class CounterChoice:
     """Which counter a compiler counts with, memoised: a registry's for the model (the call's,
     else the compiler's), else the compiler's own ``token_counter``, else ``cl100k_base``.
 
-    The memos of the last :data:`MAX_MEMOS` counters used are kept, sharing ``memo_bytes``
-    equally (a compiler almost always counts with one; when another comes, the memos kept are
-    emptied into their smaller shares).
+    The memos of the last :data:`MAX_MEMOS` counters used are kept, sharing a quarter of the
+    compiler's ``cache_bytes`` (:data:`membrane.config.DEFAULT_CACHE_BYTES`) equally: a compiler
+    almost always counts with one; when another comes, the memos kept are emptied into their
+    smaller shares.
     """
 
     def __init__(
@@ -92,12 +93,12 @@ class CounterChoice:
         model_id: str | None,
         registry: TokenizerRegistry | None,
         counter: TokenCounter | None,
-        memo_bytes: int = DEFAULT_COUNT_MEMO_BYTES,
+        cache_bytes: int = 4 * DEFAULT_COUNT_MEMO_BYTES,
     ) -> None:
         self.model_id = model_id
         self.registry = registry
         self.counter = counter
-        self._memo_bytes = memo_bytes
+        self._memo_bytes = cache_bytes // 4
         self._memos: dict[int, MemoizedCounter] = {}
 
     def for_call(self, registry: TokenizerRegistry | None = None) -> MemoizedCounter:

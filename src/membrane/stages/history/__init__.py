@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from membrane.prompt_text import INDEX_HEADER, RECALL_HEADER
 from membrane.stages.history._cover import WindowCover, recall_reason, window_cover
-from membrane.stages.history._cut import CutEvent, HistoryTracker, reference_cut
+from membrane.stages.history._cut import HistoryTracker
 from membrane.stages.history._index import (
     KEYFRAME_SPAN_TOKENS,
     RARE_DOCUMENT_FREQUENCY,
@@ -48,6 +48,7 @@ from membrane.stages.history._snapshot import (
     snapshot_tracker,
 )
 from membrane.stages.history._speakers import NO_WRITERS, Writers, check_speakers
+from membrane.stages.history._units import CutEvent, reference_cut
 
 __all__ = [
     "EMBEDDED_PASSAGES",

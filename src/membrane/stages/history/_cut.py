@@ -21,10 +21,8 @@ unit the cut drops is handed to the index (:mod:`._index`) and to recall (:mod:`
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,10 +31,8 @@ from membrane.messages import (
     group_units,
     history_text,
     is_call_stub,
-    message_key,
     message_role,
     message_text,
-    message_time,
     speaker_label,
     tool_call_labels,
     writer_name,
@@ -48,10 +44,12 @@ from membrane.stages.history._passages import (
     passages_of,
     recalled_line_of,
 )
-from membrane.stages.history._postings import PostingIndex
+from membrane.stages.history._postings import LazyPostings, PostingIndex
+from membrane.stages.history._replay import LONG_REPLAY_MESSAGES, DeferredLines
 from membrane.stages.history._score import score_passages
 from membrane.stages.history._shared import Count
 from membrane.stages.history._speakers import NO_WRITERS, Writers
+from membrane.stages.history._units import CutEvent, reference_cut, session_gap, unit_key
 from membrane.text.relevance import TermStats, content_word_set, content_words
 from membrane.text.sentences import split_sentences
 from membrane.text.sketch import TermSketch
@@ -81,70 +79,9 @@ _LINE_BYTES = 260
 _SCORE_BYTES = 110
 
 
-@dataclass(frozen=True, slots=True)
-class CutEvent:
-    """The cut moved to unit ``cut`` when the history had ``seen`` units."""
-
-    seen: int
-    cut: int
-
-
-def reference_cut(
-    unit_tokens: Sequence[int], share: int, chunk: int, boundaries: AbstractSet[int] = frozenset()
-) -> tuple[int, list[CutEvent]]:
-    """The cut position (first kept unit) and its events, replayed from scratch.
-
-    ``boundaries`` holds the session boundaries, each as the number of units before it.
-    """
-    cut, kept, session, events = 0, 0, 0, []
-    for i in range(len(unit_tokens) + 1):
-        room = min(session, chunk)
-        if i in boundaries and i > 0:
-            session = 0
-            if kept + room > share and cut < i:
-                while cut < i and kept + room > share:
-                    kept -= unit_tokens[cut]
-                    cut += 1
-                events.append(CutEvent(seen=i, cut=cut))
-        if i == len(unit_tokens):
-            break
-        kept += unit_tokens[i]
-        session += unit_tokens[i]
-        if kept > share:
-            dropped = 0
-            while cut <= i and (dropped < chunk or kept > share):
-                kept -= unit_tokens[cut]
-                dropped += unit_tokens[cut]
-                cut += 1
-            events.append(CutEvent(seen=i + 1, cut=cut))
-    return cut, events
-
-
-def session_gap(before: Mapping[str, Any], after: Mapping[str, Any], ttl: float) -> bool:
-    """True when both messages are stamped and ``after`` came more than ``ttl`` seconds later."""
-    then, now = message_time(before), message_time(after)
-    return then is not None and now is not None and now - then > ttl
-
-
 def _sentence_words(text: str) -> list[str]:
     """The content words of ``text``'s sentences; as a set, those of the whole text."""
     return [w for sentence in split_sentences(text) for w in content_words(sentence)]
-
-
-def unit_key(messages: Sequence[Mapping[str, Any]]) -> bytes:
-    """A 16-byte digest of the messages' roles and texts (BLAKE2b, each field length-prefixed).
-
-    A digest, not the texts: a tracker lives as long as its conversation, and keeping the
-    texts would keep every message a caller ever passed (a server reads each turn's history
-    afresh) alive with it.
-    """
-    digest = hashlib.blake2b(digest_size=16)
-    for message in messages:
-        for field_text in message_key(message):
-            data = field_text.encode("utf-8", "surrogatepass")
-            digest.update(len(data).to_bytes(8, "little"))
-            digest.update(data)
-    return digest.digest()
 
 
 @dataclass
@@ -187,11 +124,16 @@ class HistoryTracker:
     resumed_events: int = 0
     #: The serial of the history validation whose messages it last read (see :meth:`matches`).
     proof_serial: int | None = None
+    #: The index room its lines are kept for (see :meth:`forget_lines`); with it, a fresh
+    #: tracker given a long history makes only the index lines that room keeps (``_replay``).
+    line_room: int | None = None
     #: How many messages and passages were handed to a background embedder (see ``_meaning``).
     prefetched_messages: int = 0
     prefetched_passages: int = 0
     # pid -> its recalled line's tokens, for up to MAX_RECALLED_COUNTS passages
     _recalled_tokens: dict[int, int] = field(default_factory=dict)
+    # A long replay's dropped messages, while it runs (see _replay).
+    _deferred: DeferredLines | None = None
     _last_scores: tuple[tuple[str, int, int, Writers], dict[int, float]] | None = None
 
     def __post_init__(self) -> None:
@@ -248,6 +190,7 @@ class HistoryTracker:
         """
         offset = self.seen_messages
         new = messages[offset:]
+        deferred = self._deferred = self._deferral(len(new))
         ttl = config.PROMPT_CACHE_TTL_SECONDS
         for unit in group_units(new, field=field_name, offset=offset):
             start, stop = unit.start + offset, unit.stop + offset
@@ -266,11 +209,13 @@ class HistoryTracker:
             self.unit_tokens.append(tokens)
             self.unit_keys.append(unit_key(span))
             for message, text in zip(span, texts, strict=True):
-                if message_role(message) == "user":
-                    # Last turn's question: the words of its sentences are memoised already.
-                    self.stats.add_words(_sentence_words(text))
+                # Last turn's question: the words of its sentences are memoised already.
+                user = message_role(message) == "user"
+                words = _sentence_words(text) if user else content_word_set(text)
+                if deferred is None:
+                    self.stats.add_words(words)
                 else:
-                    self.stats.add_words(content_word_set(text))
+                    deferred.add_words(words)
             self.kept_tokens += tokens
             self.total_tokens += tokens
             self.session_tokens += tokens
@@ -278,7 +223,40 @@ class HistoryTracker:
                 self._cut(len(self.bounds) - 1, messages)
         if new_session:
             self._session_boundary(len(self.bounds), messages)
+        if deferred is not None:
+            self._deferred = None
+            room = self.line_room or 0
+            lines = deferred.lines(self.count, self.keyframe_tokens, room)
+            if lines is None:
+                self._replay_again(messages, field_name, image_tokens, counts, new_session)
+                return
+            self.lines = lines
+            self.postings = LazyPostings(self.passages, len(self.passages))
         self.postings.seal()
+
+    def _deferral(self, new: int) -> DeferredLines | None:
+        """Whether this update is a long replay whose index lines are made at its end."""
+        stats = self.stats
+        if not isinstance(stats, TermSketch) or self.bounds or self.line_room is None:
+            return None
+        return DeferredLines(stats) if new >= LONG_REPLAY_MESSAGES else None
+
+    def _replay_again(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        field_name: str,
+        image_tokens: Callable[[Mapping[str, Any]], int] | None,
+        counts: Sequence[int | None] | None,
+        new_session: bool,
+    ) -> None:
+        """Replay from the start making every index line as its message is dropped (when the
+        lines a long replay keeps reach past what it logged)."""
+        again = HistoryTracker(
+            self.share, self.chunk, self.count, self.overhead, self.keyframe_tokens
+        )
+        again.update(messages, field_name, image_tokens, counts, new_session=new_session)
+        again.proof_serial, again.line_room = self.proof_serial, self.line_room
+        self.__dict__.update(again.__dict__)
 
     def _cut(self, newest: int, messages: Sequence[Mapping[str, Any]]) -> None:
         dropped = 0
@@ -314,8 +292,12 @@ class HistoryTracker:
 
     def _evict(self, unit: int, messages: Sequence[Mapping[str, Any]]) -> None:
         """Hand each message of a dropped unit to recall and, unless it only calls, the index."""
-        for at, label, text in self.add_passages(unit, messages):
+        deferred = self._deferred
+        for at, label, text in self.add_passages(unit, messages, post=deferred is None):
             if is_call_stub(messages[at]):
+                continue
+            if deferred is not None:
+                deferred.drop(unit, label, text, at, self.stats.documents)
                 continue
             frame = self.keyframe_tokens
             line = index_line(unit, label, text, self.stats, self.count, frame, at)

@@ -230,7 +230,7 @@ class _Sentence(NamedTuple):
     leans_back: bool
 
 
-@memoised(0.12, lambda s: key_bytes(s) + key_bytes(s.stems))
+@memoised(0.12, lambda s: sys.getsizeof(s) + key_bytes(s.stems))
 def _read_sentence(sentence: str) -> _Sentence:
     """Memoised: the sentences of a message are read when it is checked in the window and
     again as a passage once it is dropped."""
@@ -246,7 +246,7 @@ def sentence_stems(sentence: str) -> tuple[str, ...]:
     return _read_sentence(sentence).stems
 
 
-@memoised(0.1, mapping_bytes)
+@memoised(0.1, mapping_bytes, key_bytes)
 def stated_memo(sentences: tuple[str, ...]) -> Mapping[str, float]:
     """:func:`stated_words`, memoised and read-only."""
     # Memoised: a passage's words are read again whenever a query matches it, a
@@ -276,6 +276,6 @@ def recalled_line_of(role: str, text: str) -> str:
     return _recalled_line((role, text))
 
 
-@memoised(0.03, key_bytes)
+@memoised(0.03, sys.getsizeof, key_bytes)
 def _recalled_line(key: tuple[str, str]) -> str:
     return recalled_line(*key)

@@ -17,19 +17,22 @@ from __future__ import annotations
 
 import sys
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 
 from membrane.stages.history._passages import (
     QUESTION_WEIGHT,
     Passage,
     PassageList,
+    sentence_stems,
     stated_memo,
 )
+from membrane.text.relevance import stem_letters
 
 __all__ = [
     "MAX_POSTINGS_SCANNED",
     "Entry",
+    "LazyPostings",
     "LongPosting",
     "Posting",
     "PostingIndex",
@@ -245,3 +248,105 @@ class PostingIndex:
             if p is not None
         )
         return self._bytes + filed + read
+
+
+class LazyPostings(PostingIndex):
+    """Postings whose first ``filed_later`` passages are not filed but found per word.
+
+    A worker that restores a conversation, or replays a long one it has never seen, holds
+    thousands of dropped passages at once; recall looks up a turn's few most telling words, so
+    filing every word of every one of them (most of such a first compile) is put off. The first
+    look-up of a word reads the passages whose lower-cased text holds the stem's letters
+    (:func:`stem_letters`: "cit" for "citi", the stem of "city"; a passage with non-ASCII text
+    always, as its words are lower-cased one by one), found in one lower-cased copy of their
+    texts, and puts their entries before those of the passages filed since. The entries are
+    those :meth:`PostingIndex.add` would have made, except that a word stated by more of these
+    passages than recall ever scans keeps only the first of them past that limit (recall skips
+    it either way).
+    """
+
+    def __init__(self, passages: PassageList, filed_later: int) -> None:
+        super().__init__(passages)
+        self._count = filed_later
+        # The early passages' entries of each word looked up so far.
+        self._early: dict[str, list[Entry]] = {}
+        # Their ASCII texts lower-cased, each followed by a NUL; where each one starts in it;
+        # the passages whose text is not ASCII (always read).
+        self._lowered: str | None = None
+        self._starts = array("I")
+        self._unicode: list[int] = []
+
+    def posting(self, word: str) -> Posting | None:
+        early = self._early.get(word)
+        if early is None:
+            early = self._early[word] = self._find(word)
+        runs = self.runs(word)
+        if not early and not runs:
+            return None
+        return posting_of(self._passages.messages, early, runs)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from (word for word, early in self._early.items() if early)
+        yield from (word for word in super().__iter__() if not self._early.get(word))
+
+    def bytes(self) -> int:
+        early = sum(200 + _ENTRY_BYTES * len(entries) for entries in self._early.values())
+        lowered = _size(self._lowered) if self._lowered is not None else 0
+        return super().bytes() + early + lowered + _size(self._starts) + 8 * len(self._unicode)
+
+    def _lowered_text(self) -> str:
+        if self._lowered is None:
+            parts = []
+            at = 0
+            for pid in range(self._count):
+                text = self._passages.text(pid)
+                self._starts.append(at)
+                if text.isascii():
+                    parts.append(text.lower())
+                    at += len(text) + 1
+                else:
+                    self._unicode.append(pid)
+                    parts.append("")
+                    at += 1
+            self._lowered = "\0".join(parts)
+        return self._lowered
+
+    def _candidates(self, prefix: str) -> list[int]:
+        """The early passages whose lower-cased text holds ``prefix``, and those not ASCII."""
+        lowered, starts = self._lowered_text(), self._starts
+        found = set(self._unicode)
+        at = lowered.find(prefix)
+        while at >= 0:
+            pid = bisect_right(starts, at) - 1
+            found.add(pid)
+            # Past the end of this passage's text: the next match is in another passage.
+            end = starts[pid + 1] if pid + 1 < len(starts) else len(lowered)
+            at = lowered.find(prefix, end)
+        return sorted(found)
+
+    def _find(self, word: str) -> list[Entry]:
+        found: list[Entry] = []
+        if not self._count:
+            return found
+        passages = self._passages
+        prefix = stem_letters(word)
+        for pid in self._candidates(prefix):
+            sentences = passages[pid].sentences
+            if not _has_stem(sentences, word, prefix):
+                continue  # most passages the letters match: stated_words is dearer
+            weight = stated_memo(sentences).get(word)
+            if weight is not None:
+                found.append((pid, passages.message(pid), weight))
+                if len(found) > MAX_POSTINGS_SCANNED:
+                    break
+        return found
+
+
+def _has_stem(sentences: Sequence[str], word: str, prefix: str) -> bool:
+    """Whether a sentence holding ``prefix`` (lower-cased; a non-ASCII one always) has a
+    content word of stem ``word``: false means the sentences state no such word."""
+    return any(
+        word in sentence_stems(sentence)
+        for sentence in sentences
+        if not sentence.isascii() or prefix in sentence.lower()
+    )

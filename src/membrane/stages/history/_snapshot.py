@@ -25,18 +25,16 @@ the snapshot too.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
 from membrane.errors import InvalidInputError
 from membrane.messages import HistoryVersion, group_units, prefix_digest
-from membrane.stages.history._cut import CutEvent, HistoryTracker, unit_key
+from membrane.stages.history._cut import HistoryTracker
 from membrane.stages.history._index import IndexLine
-from membrane.stages.history._passages import PassageList, sentence_stems, stated_memo
-from membrane.stages.history._postings import Entry, Posting, PostingIndex, posting_of
+from membrane.stages.history._postings import LazyPostings
 from membrane.stages.history._rederive import (
     ImageTokens,
     LineRecipe,
@@ -45,13 +43,11 @@ from membrane.stages.history._rederive import (
     session_tokens,
     unit_cost,
 )
-from membrane.stages.history._score import MAX_POSTINGS_SCANNED
 from membrane.stages.history._shared import Count
-from membrane.text.relevance import stem_letters
+from membrane.stages.history._units import CutEvent, unit_key
 from membrane.text.sketch import TermSketch
 
 __all__ = [
-    "RestoredPostings",
     "TrackerSnapshot",
     "read_snapshot",
     "restore_tracker",
@@ -279,9 +275,9 @@ def restore_tracker(
     if isinstance(checked, str):
         return checked
     bounds, kept, lines = checked
-    share, chunk, overhead, keyframe_tokens, _ = snapshot.settings
+    share, chunk, overhead, keyframe_tokens, line_room = snapshot.settings
     cut = snapshot.cut
-    tracker = HistoryTracker(share, chunk, count, overhead, keyframe_tokens)
+    tracker = HistoryTracker(share, chunk, count, overhead, keyframe_tokens, line_room=line_room)
     tracker.bounds = bounds
     tracker.unit_tokens = [0] * cut + kept
     tracker.unit_keys = [
@@ -298,7 +294,7 @@ def restore_tracker(
     tracker.stats = snapshot.stats
     for unit in range(cut):
         tracker.add_passages(unit, messages, post=False)
-    tracker.postings = RestoredPostings(tracker.passages, len(tracker.passages))
+    tracker.postings = LazyPostings(tracker.passages, len(tracker.passages))
     return tracker
 
 
@@ -350,74 +346,3 @@ def _session_agrees(
     if stored < chunk or counted < chunk:
         return stored == counted
     return stored <= snapshot.total_tokens
-
-
-class RestoredPostings(PostingIndex):
-    """A restored tracker's postings: those of its re-derived passages are found per word.
-
-    Recall looks up a turn's few most telling words, so filing every word of every dropped
-    passage (most of a fresh worker's first compile) is put off: the first lookup of a word
-    reads the passages whose lower-cased text holds the stem's letters (:func:`stem_letters`:
-    "cit" for "citi", the stem of "city"; a passage with non-ASCII text always, as its words
-    are lower-cased one by one) and puts their entries before
-    those of passages dropped since. The entries are those :func:`._passages.add_postings`
-    would have made, except that a word stated by more re-derived passages than recall ever
-    scans keeps only the first of them past that limit (recall skips it either way).
-    """
-
-    def __init__(self, passages: PassageList, restored: int) -> None:
-        super().__init__(passages)
-        self._restored_passages = passages
-        self._restored = restored
-        # The restored passages' entries of each word looked up so far.
-        self._early: dict[str, list[Entry]] = {}
-        self._lowered: list[str | None] | None = None
-
-    def posting(self, word: str) -> Posting | None:
-        early = self._early.get(word)
-        if early is None:
-            early = self._early[word] = self._find(word)
-        runs = self.runs(word)
-        if not early and not runs:
-            return None
-        return posting_of(self._restored_passages.messages, early, runs)
-
-    def __iter__(self) -> Iterator[str]:
-        yield from (word for word, early in self._early.items() if early)
-        yield from (word for word in super().__iter__() if not self._early.get(word))
-
-    def bytes(self) -> int:
-        lowered = self._lowered or ()
-        early = sum(100 + 100 * len(entries) for entries in self._early.values())
-        return super().bytes() + early + sum(map(sys.getsizeof, lowered))
-
-    def _find(self, word: str) -> list[Entry]:
-        passages = self._restored_passages
-        if self._lowered is None:
-            self._lowered = [
-                p.text.lower() if p.text.isascii() else None for p in passages[: self._restored]
-            ]
-        found = []
-        prefix = stem_letters(word)
-        for pid, lowered in enumerate(self._lowered):
-            if lowered is not None and prefix not in lowered:
-                continue
-            sentences = passages[pid].sentences
-            if not _has_stem(sentences, word, prefix):
-                continue  # most passages the letters match: stated_words is dearer
-            weight = stated_memo(sentences).get(word)
-            if weight is not None:
-                found.append((pid, passages[pid].message, weight))
-                if len(found) > MAX_POSTINGS_SCANNED:
-                    break
-        return found
-
-
-def _has_stem(sentences: Sequence[str], word: str, prefix: str) -> bool:
-    """Whether a sentence holding ``prefix`` (lower-cased; a non-ASCII one always) has a
-    content word of stem ``word``: false means the sentences state no such word."""
-    return any(
-        word in sentence_stems(sentence)
-        for sentence in sentences
-        if not sentence.isascii() or prefix in sentence.lower()
-    )

@@ -6,8 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from membrane.stages.history._passages import PassageList, passages_of, stated_words
-from membrane.stages.history._postings import PostingIndex
-from membrane.stages.history._snapshot import RestoredPostings
+from membrane.stages.history._postings import LazyPostings, PostingIndex
 from membrane.text.relevance import content_words, stem
 
 # Forms whose stems are not the start of every word they stand for ("city" -> "citi"), and
@@ -70,15 +69,22 @@ def _postings(passages: PassageList) -> PostingIndex:
     return eager
 
 
-@given(MESSAGES)
-def test_a_word_finds_the_passages_filing_every_word_would_give(messages: list[str]) -> None:
+@given(MESSAGES, st.integers(min_value=0, max_value=40))
+def test_a_word_finds_the_passages_filing_every_word_would_give(
+    messages: list[str], lazy: int
+) -> None:
+    """The first ``lazy`` passages are found per word, the rest filed as they come."""
     passages = _passages(messages)
     eager = _postings(passages)
-    restored = RestoredPostings(passages, len(passages))
+    lazy = min(lazy, len(passages))
+    found = LazyPostings(passages, lazy)
+    for pid in range(lazy, len(passages)):
+        found.add(pid, passages[pid])
+    found.seal()
     probes = {stem(w) for text in messages for w in content_words(text)}
     probes |= {stem(w.lower().strip("()'")) for w in WORDS}
     for word in sorted(probes | set(eager)):
-        assert restored.get(word) == eager.get(word), word
+        assert found.get(word) == eager.get(word), word
 
 
 def _reference(passages: PassageList) -> dict[str, list[tuple[int, int, float]]]:
