@@ -33,7 +33,7 @@ def split_sentences(text: str) -> list[str]:
     return list(_split(text))
 
 
-@memoised(0.15, key_bytes)
+@memoised(0.13, key_bytes)
 def _split(text: str) -> tuple[str, ...]:
     # Memoised: messages and memories are split again on every turn they are in play.
     out = []

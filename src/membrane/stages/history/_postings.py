@@ -3,9 +3,11 @@
 A conversation keeps one of these for as long as its tracker lives, and it holds every word of
 every dropped passage, so its size is most of what a conversation costs a server. A dict of
 lists of tuples spent about 250 bytes per word and 100 per entry; here the words filed at one
-cut are sealed into a segment: the words once, sorted (interned, so words common to many
-conversations are stored once in the process), the offsets of their runs and the runs
-themselves as 4-byte entries (``pid * 2``, plus one when only a question states the word).
+cut are sealed into a segment: each word once as its 8-byte key (:func:`word_key`), sorted,
+the offsets of their runs and the runs themselves as 4-byte entries (``pid * 2``, plus one
+when only a question states the word). Two words of one conversation share a key with a
+chance of about one in 10^12 (a few thousand words, 64 bits); the rarity sketch the index is
+read with shares counters far more often, by design.
 Segments merge when a newer one grows to the size of the one before it, so a look-up
 searches a few of them (their number grows with the logarithm of the conversation's length),
 in each by bisection. A posting read back is a :class:`Posting`: its length is known without
@@ -15,11 +17,13 @@ passage itself.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 
+from membrane.memo import memoised
 from membrane.stages.history._passages import (
     QUESTION_WEIGHT,
     Passage,
@@ -37,6 +41,7 @@ __all__ = [
     "Posting",
     "PostingIndex",
     "posting_of",
+    "word_key",
 ]
 
 Entry = tuple[int, int, float]
@@ -48,61 +53,71 @@ _MAX_READ = 32
 MAX_POSTINGS_SCANNED = 128
 _READ_BYTES = 300
 _ENTRY_BYTES = 120
+# A key above every 64-bit key, for the merge's exhausted side.
+_PAST = 1 << 64
+
+
+def word_key(word: str) -> int:
+    """The 64-bit key an index files ``word`` under (BLAKE2b: the same in every process)."""
+    return _word_key(word)
+
+
+@memoised(0.03, lambda key: 36)
+def _word_key(word: str) -> int:
+    return int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
 
 
 class _Segment:
-    """The words filed over some cuts: ``words[i]``'s entries are ``entries[starts[i] :
-    starts[i + 1]]``, in pid order."""
+    """The words filed over some cuts: the word of key ``keys[i]`` has the entries
+    ``entries[starts[i] : starts[i + 1]]``, in pid order."""
 
-    __slots__ = ("entries", "starts", "words")
+    __slots__ = ("entries", "keys", "starts")
 
-    def __init__(self, words: list[str], starts: array[int], entries: array[int]) -> None:
-        self.words = words
+    def __init__(self, keys: array[int], starts: array[int], entries: array[int]) -> None:
+        self.keys = keys
         self.starts = starts
         self.entries = entries
 
     def bytes(self) -> int:
-        """What the segment holds, its words counted as if no other object shared them."""
-        words = self.words
-        arrays = _size(self.starts) + _size(self.entries)
-        return _size(self) + _size(words) + sum(map(_size, words)) + arrays
+        """What the segment holds."""
+        return _size(self) + _size(self.keys) + _size(self.starts) + _size(self.entries)
 
 
-def _sealed(runs: Mapping[str, Sequence[int]]) -> _Segment:
-    words = sorted(runs)
+def _sealed(runs: Mapping[int, Sequence[int]]) -> _Segment:
+    keys = array("Q", sorted(runs))
     starts = array("I", [0])
     entries = array("I")
-    for word in words:
-        entries.extend(runs[word])
+    for key in keys:
+        entries.extend(runs[key])
         starts.append(len(entries))
-    return _Segment([sys.intern(w) for w in words], starts, entries)
+    return _Segment(keys, starts, entries)
 
 
 def _merged(older: _Segment, newer: _Segment) -> _Segment:
     """One segment holding both, a word's older entries first (their pids are lower)."""
-    words: list[str] = []
+    keys = array("Q")
     starts = array("I", [0])
     entries = array("I")
-    a_words, a_starts, a_entries = older.words, older.starts, older.entries
-    b_words, b_starts, b_entries = newer.words, newer.starts, newer.entries
+    a_keys, a_starts, a_entries = older.keys, older.starts, older.entries
+    b_keys, b_starts, b_entries = newer.keys, newer.starts, newer.entries
     i = j = 0
-    a_count, b_count = len(a_words), len(b_words)
+    a_count, b_count = len(a_keys), len(b_keys)
     while i < a_count or j < b_count:
-        a = a_words[i] if i < a_count else None
-        b = b_words[j] if j < b_count else None
-        if b is None or (a is not None and a <= b):
-            words.append(a)  # type: ignore[arg-type]  # a is a word here
+        a = a_keys[i] if i < a_count else _PAST
+        b = b_keys[j] if j < b_count else _PAST
+        if a <= b:
+            keys.append(a)
             entries.extend(a_entries[a_starts[i] : a_starts[i + 1]])
             i += 1
-            if b is not None and a == b:
+            if a == b:
                 entries.extend(b_entries[b_starts[j] : b_starts[j + 1]])
                 j += 1
         else:
-            words.append(b)
+            keys.append(b)
             entries.extend(b_entries[b_starts[j] : b_starts[j + 1]])
             j += 1
         starts.append(len(entries))
-    return _Segment(words, starts, entries)
+    return _Segment(keys, starts, entries)
 
 
 class LongPosting:
@@ -166,8 +181,8 @@ class PostingIndex:
     def __init__(self, passages: PassageList) -> None:
         self._passages = passages
         self._segments: list[_Segment] = []
-        # Filed since the last seal: word -> entries, sealed before the next look-up.
-        self._pending: dict[str, list[int]] = {}
+        # Filed since the last seal: word key -> entries, sealed before the next look-up.
+        self._pending: dict[int, list[int]] = {}
         self._bytes = 0
         # The postings read since the last seal (a compile reads its few words several times).
         self._read: dict[str, Posting | None] = {}
@@ -176,10 +191,11 @@ class PostingIndex:
         """File passage ``pid`` under each word it states (a question's words count half)."""
         pending = self._pending
         for word, weight in stated_memo(passage.sentences).items():
+            key = _word_key(word)
             entry = 2 * pid + (weight != 1.0)
-            run = pending.get(word)
+            run = pending.get(key)
             if run is None:
-                pending[word] = [entry]
+                pending[key] = [entry]
             else:
                 run.append(entry)
 
@@ -187,11 +203,12 @@ class PostingIndex:
         """Where ``word``'s entries lie in each segment holding it, oldest first."""
         if self._pending:
             self.seal()
+        key = _word_key(word)
         out = []
         for segment in self._segments:
-            words = segment.words
-            i = bisect_left(words, word)
-            if i < len(words) and words[i] == word:
+            keys = segment.keys
+            i = bisect_left(keys, key)
+            if i < len(keys) and keys[i] == key:
                 out.append((segment.entries, segment.starts[i], segment.starts[i + 1]))
         return out
 
@@ -214,16 +231,6 @@ class PostingIndex:
         runs = self.runs(word)
         return posting_of(self._passages.messages, (), runs) if runs else None
 
-    def __iter__(self) -> Iterator[str]:
-        """Every word filed, once."""
-        self.seal()
-        seen: set[str] = set()
-        for segment in self._segments:
-            for word in segment.words:
-                if word not in seen:
-                    seen.add(word)
-                    yield word
-
     def seal(self) -> None:
         """Make what was filed since the last seal a segment, merging as the module says."""
         if not self._pending:
@@ -240,7 +247,7 @@ class PostingIndex:
     def bytes(self) -> int:
         """What the index holds, about (what was filed since the last seal counted generously)."""
         pending = self._pending
-        filed = sum(_size(w) + 64 + 8 * len(run) for w, run in pending.items()) if pending else 0
+        filed = sum(100 + 8 * len(run) for run in pending.values()) if pending else 0
         # A posting read is counted as if read out: a tuple of three numbers a passage.
         read = sum(
             _READ_BYTES + (_ENTRY_BYTES * len(p) if isinstance(p, list) else 0)
@@ -284,10 +291,6 @@ class LazyPostings(PostingIndex):
         if not early and not runs:
             return None
         return posting_of(self._passages.messages, early, runs)
-
-    def __iter__(self) -> Iterator[str]:
-        yield from (word for word, early in self._early.items() if early)
-        yield from (word for word in super().__iter__() if not self._early.get(word))
 
     def bytes(self) -> int:
         early = sum(200 + _ENTRY_BYTES * len(entries) for entries in self._early.values())
