@@ -209,8 +209,9 @@ class HistoryTracker:
             self.unit_tokens.append(tokens)
             self.unit_keys.append(unit_key(span))
             for message, text in zip(span, texts, strict=True):
-                # Last turn's question: the words of its sentences are memoised already.
-                user = message_role(message) == "user"
+                # Last turn's question: the words of its sentences are memoised already (in a
+                # long replay they are not; the set is the same, read in one pass).
+                user = deferred is None and message_role(message) == "user"
                 words = _sentence_words(text) if user else content_word_set(text)
                 if deferred is None:
                     self.stats.add_words(words)
@@ -239,7 +240,7 @@ class HistoryTracker:
         stats = self.stats
         if not isinstance(stats, TermSketch) or self.bounds or self.line_room is None:
             return None
-        return DeferredLines(stats) if new >= LONG_REPLAY_MESSAGES else None
+        return DeferredLines(stats, new) if new >= LONG_REPLAY_MESSAGES else None
 
     def _replay_again(
         self,

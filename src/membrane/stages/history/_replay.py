@@ -36,8 +36,11 @@ LOGGED_DOCUMENTS = 16_384
 class DeferredLines:
     """The dropped messages of one long replay, and what rolls the statistics back to each."""
 
-    def __init__(self, stats: TermSketch) -> None:
+    def __init__(self, stats: TermSketch, documents: int) -> None:
+        """``documents``: how many documents the replay will add (only the last
+        :data:`LOGGED_DOCUMENTS` of them are logged)."""
         self._stats = stats
+        self._first_logged = stats.documents + max(documents - LOGGED_DOCUMENTS, 0)
         # (documents once it was added, the counters it raised), newest last
         self._log: deque[tuple[int, array[int]]] = deque(maxlen=LOGGED_DOCUMENTS)
         # (unit, speaker label, text, message index, documents when dropped), in order
@@ -45,8 +48,12 @@ class DeferredLines:
         self._forgotten = False
 
     def add_words(self, words: Iterable[str]) -> None:
-        """Add one document to the statistics, noting the counters it raised."""
+        """Add one document to the statistics, noting the counters it raised when it is one
+        of the last the log keeps."""
         stats = self._stats
+        if stats.documents < self._first_logged:
+            stats.add_words(words)
+            return
         self._log.append((stats.documents + 1, stats.add_words_noting(words)))
         # A message dropped before the oldest logged document can no longer be rolled back to.
         oldest = self._log[0][0] - 1
@@ -57,6 +64,9 @@ class DeferredLines:
 
     def drop(self, unit: int, label: str, text: str, message: int, documents: int) -> None:
         """Note a dropped message whose index line may be made at the end."""
+        if documents < self._first_logged:
+            self._forgotten = True  # no log reaches back to its moment
+            return
         self._dropped.append((unit, label, text, message, documents))
 
     def lines(self, count: Count, frame_tokens: int, room: int) -> list[IndexLine] | None:
