@@ -177,6 +177,7 @@ def tail(messages: int, seeds: int, meaning: bool) -> list[dict[str, Any]]:
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
     embedder = _meaning_embedder() if meaning else None
+    _warm_up(embedder)
     rows = []
     for budget in BUDGETS:
         sides: dict[str, list[int]] = {"membrane": [], "memoised": [], "fresh": []}
@@ -216,6 +217,19 @@ def tail(messages: int, seeds: int, meaning: bool) -> list[dict[str, Any]]:
             file=sys.stderr,
         )
     return rows
+
+
+def _warm_up(embedder: Any = None) -> None:
+    """A chat of its own seed through every side: loads the encoding (and the embedder's model)
+    and the modules, as a server has before the turns that are timed."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    for compiler in (_membrane(8_000), _membrane(8_000, embedder) if embedder else None):
+        if compiler is not None:
+            for history, question in long_message_chat(40, 9_999).turns():
+                _compile(compiler, history, question)
+    for trim in (_langchain(fresh=False), _langchain(fresh=True)):
+        trim([SystemMessage("Warm up."), HumanMessage("Hello there.")], 8_000)
 
 
 def _meaning_embedder() -> Any:
@@ -316,6 +330,7 @@ async def _loop_lag(conversations: int, messages: int) -> dict[str, Any]:
 
 
 def loop(conversations: int, messages: int) -> dict[str, Any]:
+    _warm_up()
     out = asyncio.run(_loop_lag(conversations, messages))
     print(
         f"  event loop, {conversations} conversations: lag p99 {out['lag_p99_ms']:.1f} ms, "

@@ -129,9 +129,10 @@ class WindowPlanner:
             MAX_CONVERSATIONS, max_bytes=held - held // 10, size=tracker_bytes
         )
         # Per conversation: the last system text with its index (see _system_text).
-        self._system_texts: LRUCache[
-            str, tuple[HistoryTracker, tuple[str, str, int, int], str, int]
-        ] = LRUCache(MAX_CONVERSATIONS, max_bytes=held // 10, size=_system_text_bytes)
+        # (The tracker by its serial: a reference would keep a tracker the other cache let go.)
+        self._system_texts: LRUCache[str, tuple[int, tuple[str, str, int, int], str, int]] = (
+            LRUCache(MAX_CONVERSATIONS, max_bytes=held // 10, size=_system_text_bytes)
+        )
 
     def plan(self, given: WindowInput, state: StateView, settings: WindowSettings) -> HistoryWindow:
         if given.history.pinned:
@@ -251,14 +252,14 @@ class WindowPlanner:
         """
         key = (given.text.core, given.budget.counter.name, tracker.event_count, room)
         cached = self._system_texts.get(given.history.conversation)
-        if cached is not None and cached[0] is tracker and cached[1] == key:
+        if cached is not None and cached[0] == tracker.serial and cached[1] == key:
             return cached[2], cached[3]
         count = given.budget.counter.count
         first = select_index_lines(tracker.lines, room, count(INDEX_HEADER) + 2)
         index = render_index(tracker.lines[first:])
         text = f"{given.text.core}\n\n{index}" if index else given.text.core
         lines = len(tracker.lines) - first if index else 0
-        self._system_texts.put(given.history.conversation, (tracker, key, text, lines))
+        self._system_texts.put(given.history.conversation, (tracker.serial, key, text, lines))
         return text, lines
 
 
@@ -267,8 +268,8 @@ def tracker_bytes(tracker: HistoryTracker) -> int:
     return tracker.held_bytes()
 
 
-def _system_text_bytes(cached: tuple[HistoryTracker, tuple[str, str, int, int], str, int]) -> int:
-    # The text, and the entry's tuples and numbers (the tracker and the core are held elsewhere).
+def _system_text_bytes(cached: tuple[int, tuple[str, str, int, int], str, int]) -> int:
+    # The text, and the entry's tuples and numbers (the core is held elsewhere).
     return sys.getsizeof(cached[2]) + 300
 
 

@@ -21,6 +21,7 @@ unit the cut drops is handed to the index (:mod:`._index`) and to recall (:mod:`
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,7 +69,8 @@ __all__ = [
 # tuple and two ints, its token count, its 16-byte digest, three list slots); a cut event; an
 # index line's object, picks and numbers; a recalled passage's object, number and dict slot;
 # a score kept for the next look-up. Passages and postings count their own bytes.
-_TRACKER_BYTES = 2_000
+_TRACKER_BYTES = 4_000
+_SERIALS = itertools.count()
 #: How many recalled passages' counts a tracker keeps.
 MAX_RECALLED_COUNTS = 4096
 # A kept count: the dict slot and the int.
@@ -124,6 +126,8 @@ class HistoryTracker:
     resumed_events: int = 0
     #: The serial of the history validation whose messages it last read (see :meth:`matches`).
     proof_serial: int | None = None
+    #: A number no other tracker of this process has (a cache of its output names it by this).
+    serial: int = field(default_factory=lambda: next(_SERIALS))
     #: The index room its lines are kept for (see :meth:`forget_lines`); with it, a fresh
     #: tracker given a long history makes only the index lines that room keeps (``_replay``).
     line_room: int | None = None
