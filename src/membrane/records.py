@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from membrane import config
+from membrane import packaged as resources
 from membrane.errors import InvalidInputError
 from membrane.memo import key_bytes, memoised
 from membrane.prompt_text import memory_body as memory_body_text

@@ -8,10 +8,10 @@ import math
 import os
 import threading
 from dataclasses import replace
-from importlib import resources
 from typing import Any
 
 from membrane import config
+from membrane import packaged as resources
 from membrane.capabilities._limits import (
     DEFAULT_RESERVE_CEILING,
     DEFAULT_RESERVE_SHARE,

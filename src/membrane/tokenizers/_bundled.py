@@ -10,9 +10,9 @@ import binascii
 import gzip
 import hashlib
 import threading
-from importlib import resources
 from typing import TYPE_CHECKING
 
+from membrane import packaged as resources
 from membrane.errors import TokenizerDataError
 
 if TYPE_CHECKING:
