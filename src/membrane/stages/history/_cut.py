@@ -195,6 +195,7 @@ class HistoryTracker:
         offset = self.seen_messages
         new = messages[offset:]
         deferred = self._deferred = self._deferral(len(new))
+        add_words = self.stats.add_words if deferred is None else deferred.add_words
         ttl = config.PROMPT_CACHE_TTL_SECONDS
         for unit in group_units(new, field=field_name, offset=offset):
             start, stop = unit.start + offset, unit.stop + offset
@@ -216,11 +217,7 @@ class HistoryTracker:
                 # Last turn's question: the words of its sentences are memoised already (in a
                 # long replay they are not; the set is the same, read in one pass).
                 user = deferred is None and message_role(message) == "user"
-                words = _sentence_words(text) if user else content_word_set(text)
-                if deferred is None:
-                    self.stats.add_words(words)
-                else:
-                    deferred.add_words(words)
+                add_words(_sentence_words(text) if user else content_word_set(text))
             self.kept_tokens += tokens
             self.total_tokens += tokens
             self.session_tokens += tokens
@@ -230,13 +227,11 @@ class HistoryTracker:
             self._session_boundary(len(self.bounds), messages)
         if deferred is not None:
             self._deferred = None
-            room = self.line_room or 0
-            lines = deferred.lines(self.count, self.keyframe_tokens, room)
-            if lines is None:
+            lines = deferred.lines(self.count, self.keyframe_tokens, self.line_room or 0)
+            if lines is None:  # they reach past the log: replay making every line
                 self._replay_again(messages, field_name, image_tokens, counts, new_session)
                 return
-            self.lines = lines
-            self.postings = LazyPostings(self.passages, len(self.passages))
+            self.lines, self.postings = lines, LazyPostings(self.passages, len(self.passages))
         self.postings.seal()
 
     def _deferral(self, new: int) -> DeferredLines | None:
