@@ -69,3 +69,28 @@ async def _beat(ticks: list[float]) -> None:
     while True:
         ticks.append(0.0)
         await asyncio.sleep(0.02)
+
+
+def test_a_task_compiling_turn_after_turn_lets_other_tasks_run_between_compiles() -> None:
+    """Small compiles run on the loop, but each one yields first: a task that compiles many
+    turns in a row never keeps another task (a timer, a heartbeat) waiting for all of them."""
+    compiler = ContextCompiler(2000)
+    order: list[str] = []
+
+    async def converse() -> None:
+        for turn in range(5):
+            await compiler.compile_async([], f"turn {turn}", conversation_id="c")
+            order.append("compile")
+
+    async def other() -> None:
+        for _ in range(5):
+            order.append("other")
+            await asyncio.sleep(0)
+
+    async def run() -> None:
+        await asyncio.gather(converse(), other())
+
+    asyncio.run(run())
+    # Between the first and the last compile the other task ran: the compiles interleaved.
+    first, last = order.index("compile"), len(order) - 1 - order[::-1].index("compile")
+    assert "other" in order[first:last]

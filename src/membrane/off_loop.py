@@ -80,11 +80,14 @@ async def run_off_loop(store: StateStore, call: Callable[[], R], *, heavy: bool 
     """``call()``, a compile that reads and writes ``store``, without blocking the event loop.
 
     It runs right here only when the store is the in-process one (no I/O to wait for) and the
-    compile is not ``heavy`` (see the module); otherwise in a worker thread, the loop serving
-    other tasks meanwhile.
+    compile is not ``heavy`` (see the module), after yielding to the loop once; otherwise in a
+    worker thread, the loop serving other tasks meanwhile.
     """
-    if type(store) is InMemoryStateStore and not heavy:
-        return call()
     import asyncio  # here, not at import: a process that never awaits a compile skips it
 
+    if type(store) is InMemoryStateStore and not heavy:
+        # Let the loop run what is due first: a task compiling turn after turn on the loop
+        # would otherwise never suspend, and timers would wait for its whole run.
+        await asyncio.sleep(0)
+        return call()
     return await asyncio.to_thread(call)
