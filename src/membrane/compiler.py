@@ -65,6 +65,11 @@ if TYPE_CHECKING:
 __all__ = ["CompileMetrics", "CompileResult", "ContextCompiler", "CostQuote", "Embedder", "Region"]
 
 _MAX_CONVERSATIONS = 512
+# Constructor arguments that are objects to use rather than settings to check.
+_OBJECT_ARGUMENTS = frozenset(
+    {"self", "embedder", "metrics_callback", "tokenizer_registry", "state_store"}
+    | {"state_namespace", "token_counter"}
+)
 
 
 class ContextCompiler:
@@ -110,27 +115,9 @@ class ContextCompiler:
         model_limits: ModelLimits | None = None,
         cache_bytes: int = config.DEFAULT_CACHE_BYTES,
     ) -> None:
-        self.settings = CompilerSettings.build(
-            max_tokens=max_tokens,
-            model_id=model_id,
-            core_content=core_content,
-            include_interrupt_instruction=include_interrupt_instruction,
-            memory_placement=memory_placement,
-            trim_history=trim_history,
-            history_share=history_share,
-            recall_evicted_history=recall_evicted_history,
-            rank_fusion=rank_fusion,
-            message_overhead_tokens=message_overhead_tokens,
-            thin_before_drop=thin_before_drop,
-            keyframe_tokens=keyframe_tokens,
-            eviction_index=eviction_index,
-            index_share=index_share,
-            token_scale=token_scale,
-            preflight_analyst_model=preflight_analyst_model,
-            memory_text_max_chars=memory_text_max_chars,
-            model_limits=model_limits,
-            cache_bytes=cache_bytes,
-        )
+        # Every keyword except the objects the compiler uses is a setting, checked here.
+        options = {k: v for k, v in locals().items() if k not in _OBJECT_ARGUMENTS}
+        self.settings = CompilerSettings.build(**options)
         self.embedder, self.metrics_callback = embedder, metrics_callback
         self.state_store: StateStore = (
             state_store if state_store is not None else InMemoryStateStore()

@@ -74,13 +74,10 @@ class CompilerSettings:
     ) -> CompilerSettings:
         """Check every option (the constructor's keywords); raises
         :class:`~membrane.InvalidInputError` naming the bad one."""
-        check_positive_int("max_tokens", max_tokens)
+        _check_sizes(max_tokens, message_overhead_tokens, keyframe_tokens, cache_bytes)
         check_placement(memory_placement)
         check_fraction("history_share", history_share, allow_zero=False)
         check_fraction("index_share", index_share, allow_zero=True)
-        check_non_negative_int("message_overhead_tokens", message_overhead_tokens)
-        check_positive_int("keyframe_tokens", keyframe_tokens)
-        check_non_negative_int("cache_bytes", cache_bytes)
         check_scale(token_scale)
         check_text(core_content, "core_content")
         _check_limits(model_limits)
@@ -138,3 +135,12 @@ def _names(kind: type) -> frozenset[str]:
 def _check_limits(limits: object) -> None:
     if limits is not None and not isinstance(limits, ModelLimits):
         raise TypeError(f"model_limits must be a membrane.ModelLimits, got {type(limits).__name__}")
+
+
+def _check_sizes(
+    max_tokens: int, message_overhead_tokens: int, keyframe_tokens: int, cache_bytes: int
+) -> None:
+    check_positive_int("max_tokens", max_tokens)
+    check_non_negative_int("message_overhead_tokens", message_overhead_tokens)
+    check_positive_int("keyframe_tokens", keyframe_tokens)
+    check_non_negative_int("cache_bytes", cache_bytes)
