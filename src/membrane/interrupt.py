@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from membrane.prompt_text import INTERRUPT_CLOSE, INTERRUPT_INSTRUCTION, INTERRUPT_OPEN
+from membrane.prompt_text import INTERRUPT_CLOSE, INTERRUPT_OPEN
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -41,6 +41,13 @@ __all__ = [
 #: Longest query a tag may carry. It bounds how much text a stream holds back while a tag
 #: might still be completing.
 MAX_QUERY_CHARS = 500
+
+INTERRUPT_INSTRUCTION = (
+    "When a reply depends on a detail that is not in the context you have been given, do not "
+    "guess it or make it up. Write <SYSTEM_INTERRUPT_FETCH[...]> instead, with the dots "
+    "replaced by a short, precise one-line description of the missing detail; the detail will "
+    "be looked up and given to you before you go on."
+)
 
 _TAG = re.compile(
     re.escape(INTERRUPT_OPEN)

@@ -25,7 +25,6 @@ __all__ = [
     "DIRECTIVES_OPEN",
     "INDEX_HEADER",
     "INTERRUPT_CLOSE",
-    "INTERRUPT_INSTRUCTION",
     "INTERRUPT_OPEN",
     "LAST_REPLY_HEADER",
     "MEM_TAG_PATTERN",
@@ -78,13 +77,6 @@ MEM_TAG_PATTERN = re.compile(r"\[Mem:(\d+)\]")
 #: The interrupt tag the model writes to ask for a detail: ``<SYSTEM_INTERRUPT_FETCH[query]>``.
 INTERRUPT_OPEN = "<SYSTEM_INTERRUPT_FETCH["
 INTERRUPT_CLOSE = "]>"
-#: The rule that asks the model for a tag instead of a guess (the system message carries it).
-INTERRUPT_INSTRUCTION = (
-    "When a reply depends on a detail that is not in the context you have been given, do not "
-    "guess it or make it up. Write <SYSTEM_INTERRUPT_FETCH[...]> instead, with the dots "
-    "replaced by a short, precise one-line description of the missing detail; the detail will "
-    "be looked up and given to you before you go on."
-)
 #: Closes a memory or extra cut down to its keyframe.
 THIN_MARK = "…"
 _TEXT_FIELD = " | text="

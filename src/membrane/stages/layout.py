@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from membrane.interrupt import INTERRUPT_INSTRUCTION
 from membrane.prompt_text import (
     CURRENT_MESSAGE_HEADER,
-    INTERRUPT_INSTRUCTION,
     LAST_REPLY_HEADER,
     format_directives,
     mem_tag,
