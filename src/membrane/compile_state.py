@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
-from membrane.capabilities import get_token_scale
+from membrane import capabilities as capability_map
 from membrane.errors import StoreUnavailable
 from membrane.report import CompileReport, StoreReport
 from membrane.state import InMemoryStateStore, StateStore, StateStoreWarning
@@ -377,7 +377,7 @@ def load_calibration(
     stored = read_state(store, key, "scale", _check_calibration, notes)
     if stored is not None:
         return ScaleCalibration.from_dict(stored)
-    return ScaleCalibration(scale=get_token_scale(model_id) if model_id else 1.0)
+    return ScaleCalibration(scale=capability_map.get_token_scale(model_id) if model_id else 1.0)
 
 
 class StateScope:

@@ -14,10 +14,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from membrane import config
-from membrane.capabilities import ModelLimits
 from membrane.compile_state import KeyedLocks, LRUCache, StateScope, StoreNotes
 from membrane.messages import CheckedPrefix, HistoryVersion, Message
-from membrane.off_loop import is_heavy, run_off_loop
 from membrane.profile import Watch, start_watch
 from membrane.providers.usage import checked_prompt_tokens, prompt_tokens_from_usage
 from membrane.records import TextCapSetting
@@ -41,12 +39,6 @@ from membrane.request import (
 from membrane.result import CompileResult, CostQuote
 from membrane.stages.agent import check_tools_change
 from membrane.stages.final import FinalInput, fit_system
-from membrane.stages.preflight import (
-    PreflightCache,
-    SyncCompressor,
-    async_analyst,
-    summarise_middle,
-)
 from membrane.stages.turn import TurnFreezer
 from membrane.stages.values import Offer
 from membrane.stages.window import WindowInput, WindowPlanner
@@ -56,9 +48,10 @@ from membrane.text.semantic import Embedder, SemanticRanker
 from membrane.tokenizers import CounterChoice, TokenCounter
 
 if TYPE_CHECKING:
+    from membrane.capabilities import ModelLimits
     from membrane.profile import MembraneProfile
     from membrane.stages.history import HistoryTracker as Tracker
-    from membrane.stages.preflight import AsyncCompressor, PreFlightAnalyst
+    from membrane.stages.preflight import AsyncCompressor, PreFlightAnalyst, SyncCompressor
     from membrane.tokenizers import MemoizedCounter as Counter
     from membrane.tokenizers import TokenizerRegistry
 
@@ -119,9 +112,7 @@ class ContextCompiler:
         options = {k: v for k, v in locals().items() if k not in _OBJECT_ARGUMENTS}
         self.settings = CompilerSettings.build(**options)
         self.embedder, self.metrics_callback = embedder, metrics_callback
-        self.state_store: StateStore = (
-            state_store if state_store is not None else InMemoryStateStore()
-        )
+        self.state_store = state_store if state_store is not None else InMemoryStateStore()
         self._scope = StateScope(state_namespace)  # raises on a bad namespace
         self.state_namespace = self._scope.namespace
         self._counters = CounterChoice(model_id, tokenizer_registry, token_counter, cache_bytes)
@@ -240,6 +231,9 @@ class ContextCompiler:
         ``compress_async`` (awaited holding no lock) summarises memories over
         ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens, cached in a ``redis.asyncio``
         ``redis_client`` per ``conversation_id`` (``metadata["preflight_cache"]``)."""
+        from membrane.off_loop import is_heavy, run_off_loop  # async callers only
+        from membrane.stages.preflight import PreflightCache, async_analyst, summarise_middle
+
         cache = PreflightCache.for_call(redis_client, kwargs, self._scope.namespace)
         analyst = async_analyst(compress_async, compress_fn)
         count = self._counters.for_call(kwargs.get("tokenizer_registry")).count

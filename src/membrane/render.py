@@ -6,7 +6,7 @@ import copy
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from membrane.compile_state import StoreNotes
 from membrane.messages import ImageTally, Message, unstamped
@@ -30,7 +30,9 @@ from membrane.stages.glaciator import cache_report
 from membrane.stages.layout import MemorySegment
 from membrane.stages.values import Offer, TurnSteps
 from membrane.stages.window import HistoryWindow
-from membrane.text.semantic import SemanticCall
+
+if TYPE_CHECKING:
+    from membrane.text.semantic import SemanticCall
 
 __all__ = ["Rendered", "cited_numbers", "render_end", "render_system", "timed_report"]
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from membrane.capabilities._parse import CachePricing
+if TYPE_CHECKING:
+    from membrane.capabilities._parse import CachePricing
 
 __all__ = ["DEFAULT_RESERVE_CEILING", "DEFAULT_RESERVE_SHARE", "ModelCapabilities", "ModelLimits"]
 

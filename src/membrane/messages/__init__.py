@@ -11,6 +11,9 @@ typed parts for the request builders. Tool pairing is checked in one place
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from membrane._lazy import lazy_exports as _lazy_exports
 from membrane.messages._checks import check_text, find_lone_surrogate
 from membrane.messages._digest import CheckedPrefix, HistoryVersion, check_history, prefix_digest
 from membrane.messages._history import HistoryRead, read_history
@@ -27,16 +30,6 @@ from membrane.messages._pairing import (
     leading_unit,
     tool_call_ids,
     validate_messages,
-)
-from membrane.messages._parts import (
-    Image,
-    NormalMessage,
-    Opaque,
-    Part,
-    Text,
-    ToolCall,
-    ToolResult,
-    normalize_messages,
 )
 from membrane.messages._responses import ITEMS_KEY, is_responses_item, opaque_text
 from membrane.messages._text import (
@@ -68,6 +61,33 @@ from membrane.messages._turns import (
     stub_results,
     turn_start,
 )
+
+if TYPE_CHECKING:
+    from membrane.messages._parts import (
+        Image,
+        NormalMessage,
+        Opaque,
+        Part,
+        Text,
+        ToolCall,
+        ToolResult,
+        normalize_messages,
+    )
+
+# The typed parts only the request builders read load on first use: a compile never needs them.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "membrane.messages._parts": (
+        "Image",
+        "NormalMessage",
+        "Opaque",
+        "Part",
+        "Text",
+        "ToolCall",
+        "ToolResult",
+        "normalize_messages",
+    ),
+}
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "IMAGE_PART_TEXT",

@@ -10,7 +10,6 @@ carry each stamped message without it (:func:`unstamped`).
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -36,6 +35,8 @@ def message_time(message: Mapping[str, Any], where: str = "message") -> float | 
         if not math.isfinite(value):
             raise InvalidInputError(f"{field} must be a finite number of seconds", field=field)
         return float(value)
+    import datetime as dt  # here, not at import: most histories carry no dated stamps
+
     if isinstance(value, str):
         try:
             # Python 3.10's fromisoformat does not take a trailing "Z".

@@ -21,11 +21,11 @@ from membrane.records import (
 from membrane.request._checks import check_extras
 from membrane.stages.fit import FitRules, ItemCap
 from membrane.stages.layout import render_memories
-from membrane.stages.preflight import SyncCompressor, check_compressed, summary_text
 from membrane.stages.values import Offer
 
 if TYPE_CHECKING:
     from membrane.profile import MembraneProfile, PolicyPlan, QueryLabel
+    from membrane.stages.preflight import SyncCompressor
 
 __all__ = ["compress_offer", "memory_pairs", "normalise_offer", "oversized_middle"]
 
@@ -87,6 +87,8 @@ def compress_offer(
     raw = _oversized(offer, count) if compressor is not None else None
     if compressor is None or raw is None:
         return offer
+    from membrane.stages.preflight import check_compressed, summary_text  # only when used
+
     target = config.preflight_target_tokens()
     summary = check_compressed(compressor(raw, target, question))
     offered = {segment.number for segment in offer.citable}

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
+from membrane import capabilities as capability_map
 from membrane import config
-from membrane.capabilities import ModelCapabilities, ModelLimits, get_model_capabilities
+from membrane.capabilities import ModelCapabilities, ModelLimits
 from membrane.messages import check_text
 from membrane.records import TextCapSetting, check_text_cap
 from membrane.request._checks import (
@@ -114,7 +115,7 @@ class CompilerSettings:
         compiler with neither a model id nor limits."""
         if not self.model_id and self.model_limits is None:
             return None
-        return get_model_capabilities(self.model_id, self.model_limits)
+        return capability_map.get_model_capabilities(self.model_id, self.model_limits)
 
     @property
     def message_overhead_tokens(self) -> int:

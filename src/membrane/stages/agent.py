@@ -19,12 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from membrane.capabilities import (
-    DEFAULT_RESERVE_CEILING,
-    DEFAULT_RESERVE_SHARE,
-    ModelCapabilities,
-    default_output_reserve,
-)
+from membrane import capabilities as capability_map
+from membrane.capabilities import DEFAULT_RESERVE_CEILING, DEFAULT_RESERVE_SHARE, ModelCapabilities
 from membrane.compile_state import StateView
 from membrane.errors import InvalidInputError
 from membrane.messages import (
@@ -112,7 +108,9 @@ def _reserve(
                 field="reserve_output_tokens",
             )
         return requested
-    return default_output_reserve(capabilities)
+    if capabilities is None:  # no model named: the capability map need not load
+        return None
+    return capability_map.default_output_reserve(capabilities)
 
 
 def _check_sizes(sizes: Mapping[str, tuple[int, int]] | None) -> dict[str, tuple[int, int]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from membrane.messages import Message, message_text
 from membrane.prompt_text import RECALL_HEADER
@@ -42,8 +43,10 @@ from membrane.stages.history import (
 from membrane.stages.values import Budget, CallOptions, FinalMessage, Offer, TurnText
 from membrane.stages.window import HistoryWindow
 from membrane.text.relevance import CombinedStats, TermStats
-from membrane.text.semantic import SemanticCall
 from membrane.text.sentences import is_question, split_sentences
+
+if TYPE_CHECKING:
+    from membrane.text.semantic import SemanticCall
 
 __all__ = [
     "FinalInput",

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from membrane import capabilities as capability_map
 from membrane import config
-from membrane.capabilities import ModelCapabilities, get_model_capabilities
+from membrane.capabilities import ModelCapabilities
 from membrane.errors import InvalidInputError
 from membrane.prompt_text import is_dynamic_line
 from membrane.report import CacheReport, render_cache
@@ -181,7 +182,7 @@ def cache_report(
         if last is not None:
             breakpoints.append({"message_index": last[0], "tokens": last[1], "reason": "turn"})
     if capabilities is None and model_id is not None:
-        capabilities = get_model_capabilities(model_id)
+        capabilities = capability_map.get_model_capabilities(model_id)
     caching = model_id is not None and capabilities is not None and capabilities.prompt_caching
     pricing = capabilities.cache_pricing if caching and capabilities is not None else None
     min_tokens = pricing.min_tokens if pricing else DEFAULT_MIN_CACHEABLE_TOKENS
