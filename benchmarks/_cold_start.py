@@ -12,6 +12,7 @@ Each sample is a new Python process, the sides interleaved run by run:
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -81,9 +82,9 @@ def _tiktoken_cache(directory: Path) -> None:
     """Put the plain cl100k_base file where tiktoken looks for its download."""
     from importlib import resources
 
-    bundled = resources.files("membrane.tokenizers") / "data" / "cl100k_base.tiktoken"
+    packed = resources.files("membrane.tokenizers") / "data" / "cl100k_base.tiktoken.gz"
     key = hashlib.sha1(_CL100K_URL.encode()).hexdigest()
-    (directory / key).write_bytes(bundled.read_bytes())
+    (directory / key).write_bytes(gzip.decompress(packed.read_bytes()))
 
 
 def _run(script: str, env: dict[str, str]) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextvars
+import gzip
 import hashlib
 import json
 import random
@@ -32,7 +33,9 @@ _CALL: contextvars.ContextVar[int] = contextvars.ContextVar("call")
 
 
 def _independent_encoding() -> tiktoken.Encoding:
-    raw = (resources.files("membrane.tokenizers") / "data" / "cl100k_base.tiktoken").read_bytes()
+    raw = gzip.decompress(
+        (resources.files("membrane.tokenizers") / "data" / "cl100k_base.tiktoken.gz").read_bytes()
+    )
     # tiktoken's own pin of the cl100k ranks: the file is the published one.
     assert hashlib.sha256(raw).hexdigest() == (
         "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"

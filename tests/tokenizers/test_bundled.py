@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import os
 import subprocess
 import sys
@@ -90,7 +91,9 @@ def test_single_printable_bytes_have_their_byte_order_ranks() -> None:
 def test_ranks_are_read_as_tiktoken_parses_them(name: str) -> None:
     """The loader takes each token's rank from its line number: the pinned files number
     their tokens 0, 1, 2 ... in order, and the result is tiktoken's own parse of the file."""
-    raw = (SRC / "membrane" / "tokenizers" / "data" / f"{name}.tiktoken").read_bytes()
+    raw = gzip.decompress(
+        (SRC / "membrane" / "tokenizers" / "data" / f"{name}.tiktoken.gz").read_bytes()
+    )
     column = [int(rank) for rank in raw.split()[1::2]]
     assert column == list(range(len(column)))
     parsed = {}
@@ -143,7 +146,7 @@ def _serve(monkeypatch: pytest.MonkeyPatch, payload: bytes | Exception) -> None:
 
 @pytest.mark.parametrize("name", BUNDLED_ENCODINGS)
 def test_a_corrupted_file_fails_its_hash_check(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    _serve(monkeypatch, b"IQ== 0\nIg== 1\n")
+    _serve(monkeypatch, gzip.compress(b"IQ== 0\nIg== 1\n"))
     with pytest.raises(TokenizerDataError, match=name) as info:
         load_encoding(name)
     assert info.value.encoding == name
@@ -152,19 +155,19 @@ def test_a_corrupted_file_fails_its_hash_check(monkeypatch: pytest.MonkeyPatch, 
 
 
 def test_one_flipped_byte_is_detected(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = _bundled.resources.files("membrane.tokenizers") / "data" / "o200k_base.tiktoken"
-    raw = bytearray(real.read_bytes())
+    real = _bundled.resources.files("membrane.tokenizers") / "data" / "o200k_base.tiktoken.gz"
+    raw = bytearray(gzip.decompress(real.read_bytes()))
     raw[len(raw) // 2] ^= 0x01
-    _serve(monkeypatch, bytes(raw))
+    _serve(monkeypatch, gzip.compress(bytes(raw)))
     with pytest.raises(TokenizerDataError, match="o200k_base"):
         load_encoding("o200k_base")
 
 
 @pytest.mark.parametrize(
-    "payload", [FileNotFoundError("cl100k_base.tiktoken"), PermissionError("cl100k_base.tiktoken")]
+    "payload", [b"not gzip at all", FileNotFoundError("cl100k_base.tiktoken.gz")]
 )
 def test_an_unreadable_file_is_a_tokenizer_data_error(
-    monkeypatch: pytest.MonkeyPatch, payload: Exception
+    monkeypatch: pytest.MonkeyPatch, payload: bytes | Exception
 ) -> None:
     _serve(monkeypatch, payload)
     with pytest.raises(TokenizerDataError, match="cannot read the bundled cl100k_base") as info:

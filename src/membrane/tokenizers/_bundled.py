@@ -1,14 +1,13 @@
 """The offline encodings shipped inside the package.
 
 tiktoken normally downloads its BPE files on first use; that fails on machines without internet,
-so Membrane ships copies and checks each against the hash tiktoken itself pins. The copies are
-stored plain, as tiktoken's own disk cache keeps them: a wheel is a zip archive, so they download
-compressed anyway, and a first compile does not pay for unpacking them.
+so Membrane ships gzipped copies and checks each against the hash tiktoken itself pins.
 """
 
 from __future__ import annotations
 
 import binascii
+import gzip
 import hashlib
 import threading
 from typing import TYPE_CHECKING
@@ -25,7 +24,7 @@ _FIM_MIDDLE = "<|fim_middle|>"
 _FIM_SUFFIX = "<|fim_suffix|>"
 _ENDOFPROMPT = "<|endofprompt|>"
 
-# sha256 of the .tiktoken files, as pinned in tiktoken_ext/openai_public.py.
+# sha256 of the uncompressed .tiktoken files, as pinned in tiktoken_ext/openai_public.py.
 _PINNED_SHA256 = {
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
@@ -66,10 +65,10 @@ _lock = threading.Lock()
 
 
 def _read_ranks(name: str) -> dict[bytes, int]:
-    resource = resources.files("membrane.tokenizers") / "data" / f"{name}.tiktoken"
+    resource = resources.files("membrane.tokenizers") / "data" / f"{name}.tiktoken.gz"
     try:
-        raw = resource.read_bytes()
-    except OSError as exc:
+        raw = gzip.decompress(resource.read_bytes())
+    except (OSError, EOFError) as exc:
         raise TokenizerDataError(
             f"cannot read the bundled {name} file ({exc}); reinstall membrane-aol", encoding=name
         ) from exc
