@@ -164,7 +164,12 @@ def test_one_flipped_byte_is_detected(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize(
-    "payload", [b"not gzip at all", FileNotFoundError("cl100k_base.tiktoken.gz")]
+    "payload",
+    [
+        b"not gzip at all",
+        gzip.compress(b"IQ== 0\nIg== 1\n")[:12],  # cut off mid-stream
+        FileNotFoundError("cl100k_base.tiktoken.gz"),
+    ],
 )
 def test_an_unreadable_file_is_a_tokenizer_data_error(
     monkeypatch: pytest.MonkeyPatch, payload: bytes | Exception

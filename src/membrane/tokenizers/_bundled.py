@@ -7,9 +7,9 @@ so Membrane ships gzipped copies and checks each against the hash tiktoken itsel
 from __future__ import annotations
 
 import binascii
-import gzip
 import hashlib
 import threading
+import zlib
 from typing import TYPE_CHECKING
 
 from membrane import packaged as resources
@@ -67,8 +67,9 @@ _lock = threading.Lock()
 def _read_ranks(name: str) -> dict[bytes, int]:
     resource = resources.files("membrane.tokenizers") / "data" / f"{name}.tiktoken.gz"
     try:
-        raw = gzip.decompress(resource.read_bytes())
-    except (OSError, EOFError) as exc:
+        # zlib reads the gzip format itself (wbits 16 + 15); the gzip module costs an import.
+        raw = zlib.decompress(resource.read_bytes(), wbits=31)
+    except (OSError, zlib.error) as exc:
         raise TokenizerDataError(
             f"cannot read the bundled {name} file ({exc}); reinstall membrane-aol", encoding=name
         ) from exc
