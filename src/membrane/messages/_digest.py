@@ -8,7 +8,9 @@ proof that they are the same:
   trips, so equal bytes mean equal messages, types included: ``{"x": 1}`` is not ``"{'x':
   1}"``) in chunks of ``_CHUNK`` and hashed with SHA-256 (twice the speed of BLAKE2b on CPUs
   with SHA instructions; hashing, not pickling, is most of the cost). Messages that cannot be
-  pickled give no proof and are validated in full every time;
+  pickled give no proof and are validated in full every time. A proof keeps the hash state of
+  the whole chunks and, when small, the pickled bytes of the last partial chunk, so the next
+  turn compares those bytes instead of hashing them twice (once to prove, once to extend);
 - or the caller's **history version** (``history_version=``, a counter or etag the caller owns):
   the same version, or a larger int counter, vouches that the list only grew since it was
   validated. The digest is then not computed. A wrong version is the caller's bug: the prefix

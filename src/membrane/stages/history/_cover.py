@@ -90,9 +90,9 @@ def window_cover(
     held: dict[frozenset[tuple[str, float]], None] = {}
     for text in texts:
         stated = _stated_text(text)
-        found = frozenset((w, stated[w]) for w in telling if w in stated)
-        if found:
-            held[found] = None
+        shared = telling.keys() & stated.keys()  # most kept messages state none of them
+        if shared:
+            held[frozenset((w, stated[w]) for w in shared)] = None
     return WindowCover(telling, tuple(held), asks, writers)
 
 
