@@ -88,9 +88,10 @@ def window_cover(
     """
     telling = telling_words(query, stats)
     held: dict[frozenset[tuple[str, float]], None] = {}
+    words = telling.keys()
     for text in texts:
         stated = _stated_text(text)
-        shared = telling.keys() & stated.keys()  # most kept messages state none of them
+        shared = words & stated.keys()  # most kept messages state none of them
         if shared:
             held[frozenset((w, stated[w]) for w in shared)] = None
     return WindowCover(telling, tuple(held), asks, writers)
