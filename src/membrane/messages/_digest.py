@@ -8,7 +8,9 @@ proof that they are the same:
   trips, so equal bytes mean equal messages, types included: ``{"x": 1}`` is not ``"{'x':
   1}"``) in chunks of ``_CHUNK`` and hashed with SHA-256 (twice the speed of BLAKE2b on CPUs
   with SHA instructions; hashing, not pickling, is most of the cost). Messages that cannot be
-  pickled give no proof and are validated in full every time;
+  pickled give no proof and are validated in full every time. A proof keeps the hash state of
+  the whole chunks and, when small, the pickled bytes of the last partial chunk, so the next
+  turn compares those bytes instead of hashing them twice (once to prove, once to extend);
 - or the caller's **history version** (``history_version=``, a counter or etag the caller owns):
   the same version, or a larger int counter, vouches that the list only grew since it was
   validated. The digest is then not computed. A wrong version is the caller's bug: the prefix
@@ -33,8 +35,36 @@ __all__ = ["CheckedPrefix", "HistoryVersion", "check_history", "prefix_digest"]
 
 HistoryVersion = int | str
 _CHUNK = 128
+# The largest pickled partial chunk a proof keeps to compare bytes with (see _Content).
+_KEEP_TAIL = 64 << 10
 # Numbers each validation, so a consumer can tell which one it last read (see ``proves``).
 _SERIALS = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Content:
+    """The proof of a prefix's content, kept so the next turn hashes each byte at most once.
+
+    ``head`` is the SHA-256 state after the whole chunks ``[0:base]`` (never updated: only
+    copied and read). ``tail`` is the pickle of the partial chunk ``[base:length]`` (``b""``
+    when there is none), kept while it is at most ``_KEEP_TAIL`` bytes: the next turn compares
+    the partial chunk's bytes instead of hashing them. A longer tail is dropped and ``whole``
+    holds the digest of the prefix instead.
+    """
+
+    head: Any
+    base: int
+    tail: bytes
+    whole: bytes | None
+
+    def digest(self) -> bytes:
+        """The digest of the prefix, as :func:`prefix_digest` gives it."""
+        if self.whole is not None:
+            return self.whole
+        hasher = self.head.copy()
+        if self.tail:
+            _update(hasher, self.tail)
+        return bytes(hasher.digest())
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +78,6 @@ class CheckedPrefix:
     """
 
     length: int
-    digest: bytes | None
     version: HistoryVersion | None
     call_ids: frozenset[str]
     #: The history was plain chat, read as given: no Responses item, no compaction boundary
@@ -56,36 +85,83 @@ class CheckedPrefix:
     plain: bool = True
     serial: int = 0
     proves: int | None = None
+    #: The proof of the content (None: not computed, or the messages cannot be pickled).
+    content: _Content | None = None
+
+    @property
+    def digest(self) -> bytes | None:
+        """The digest of the validated messages (:func:`prefix_digest`), or None."""
+        return None if self.content is None else self.content.digest()
+
+
+def _pickled(messages: Sequence[object], start: int, stop: int) -> bytes:
+    # As a list: a tuple of the same messages must digest the same.
+    return pickle.dumps(list(messages[start:stop]), protocol=5)
+
+
+def _update(hasher: Any, data: bytes) -> None:
+    hasher.update(len(data).to_bytes(8, "little"))
+    hasher.update(data)
 
 
 def _feed(hasher: Any, messages: Sequence[object], start: int, stop: int) -> bool:
     """Hash ``messages[start:stop]`` a chunk at a time (``start`` on a chunk boundary)."""
     for at in range(start, stop, _CHUNK):
         try:
-            # As a list: a tuple of the same messages must digest the same.
-            data = pickle.dumps(list(messages[at : min(at + _CHUNK, stop)]), protocol=5)
+            data = _pickled(messages, at, min(at + _CHUNK, stop))
         except Exception:
             return False
-        hasher.update(len(data).to_bytes(8, "little"))
-        hasher.update(data)
+        _update(hasher, data)
     return True
 
 
 def prefix_digest(messages: Sequence[object], length: int) -> bytes | None:
     """The digest of ``messages[:length]``, or None when they cannot be serialised."""
-    return _digests(messages, length)[0]
+    content = _content(messages, hashlib.sha256(), 0, length)
+    return None if content is None else content.digest()
 
 
-def _digests(messages: Sequence[object], proved: int) -> tuple[bytes | None, bytes | None]:
-    """The digests of ``messages[:proved]`` and of all ``messages``, in one pass."""
+def _content(messages: Sequence[object], hasher: Any, at: int, length: int) -> _Content | None:
+    """The proof of ``messages[:length]``, ``hasher`` holding the whole chunks ``[0:at]``."""
+    base = length - length % _CHUNK
+    if not _feed(hasher, messages, at, base):
+        return None
+    tail = b""
+    if base < length:
+        try:
+            tail = _pickled(messages, base, length)
+        except Exception:
+            return None
+    if len(tail) <= _KEEP_TAIL:
+        return _Content(hasher, base, tail, None)
+    whole = hasher.copy()
+    _update(whole, tail)
+    return _Content(hasher, base, b"", bytes(whole.digest()))
+
+
+def _prove(
+    messages: Sequence[object], proof: _Content | None, proved: int
+) -> tuple[bool, _Content | None]:
+    """Whether ``messages[:proved]`` is what ``proof`` was made from, and the proof of all
+    ``messages``; every message is pickled and hashed at most once, bar a dropped tail."""
+    if proof is None:
+        return False, _content(messages, hashlib.sha256(), 0, len(messages))
     hasher = hashlib.sha256()
-    base = proved - proved % _CHUNK
-    if not _feed(hasher, messages, 0, base):
-        return None, None
-    head = hasher.copy()
-    if not _feed(head, messages, base, proved) or not _feed(hasher, messages, base, len(messages)):
-        return None, None
-    return head.digest(), hasher.digest()
+    if not _feed(hasher, messages, 0, proof.base):
+        return False, None
+    same = hasher.digest() == proof.head.digest()
+    if same and proof.base < proved:
+        try:
+            tail = _pickled(messages, proof.base, proved)
+        except Exception:
+            return False, None
+        if proof.whole is None:
+            same = tail == proof.tail
+        else:
+            whole = hasher.copy()
+            _update(whole, tail)
+            same = whole.digest() == proof.whole
+    return same, _content(messages, hasher, proof.base, len(messages))
 
 
 def _check_version(version: object) -> None:
@@ -125,7 +201,7 @@ def check_history(
     """
     if version is not None:
         _check_version(version)
-    start, earlier, digest, digested = 0, frozenset[str](), None, False
+    start, earlier, content, digested = 0, frozenset[str](), None, False
     if (
         previous is not None
         and previous.plain
@@ -136,27 +212,25 @@ def check_history(
         if _vouched(previous, version):
             start = previous.length
         else:
-            proof, digest = _digests(messages, previous.length)
+            same, content = _prove(messages, previous.content, previous.length)
             digested = True
-            start = previous.length if proof is not None and proof == previous.digest else 0
+            start = previous.length if same else 0
         earlier = previous.call_ids if start else earlier
     read = read_history(messages, start)
     if read.spans is not None:
         converted = validate_messages(read.messages, field=field)
         made = frozenset(tool_call_ids(converted))
-        checked = CheckedPrefix(
-            len(converted), None, None, made, plain=False, serial=next(_SERIALS)
-        )
+        checked = CheckedPrefix(len(converted), None, made, plain=False, serial=next(_SERIALS))
         return converted, checked, read
     history = validate_messages(messages, field=field, start=start, earlier_call_ids=earlier)
     if not history:
         return history, None, read
     if not digested and version is None:  # a caller with versions never needs the digest
-        digest = prefix_digest(history, len(history))
+        content = _content(history, hashlib.sha256(), 0, len(history))
     new_ids = tool_call_ids(history, start)
     ids: AbstractSet[str] = earlier | new_ids if new_ids else earlier
     proves = previous.serial if previous is not None and start else None
     checked = CheckedPrefix(
-        len(history), digest, version, frozenset(ids), serial=next(_SERIALS), proves=proves
+        len(history), version, frozenset(ids), serial=next(_SERIALS), proves=proves, content=content
     )
     return history, checked, read

@@ -88,11 +88,12 @@ def window_cover(
     """
     telling = telling_words(query, stats)
     held: dict[frozenset[tuple[str, float]], None] = {}
+    words = telling.keys()
     for text in texts:
         stated = _stated_text(text)
-        found = frozenset((w, stated[w]) for w in telling if w in stated)
-        if found:
-            held[found] = None
+        shared = words & stated.keys()  # most kept messages state none of them
+        if shared:
+            held[frozenset((w, stated[w]) for w in shared)] = None
     return WindowCover(telling, tuple(held), asks, writers)
 
 

@@ -1,0 +1,60 @@
+"""The history proof keeps the last partial chunk's bytes: an edit anywhere is still caught."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from membrane.messages import check_history, prefix_digest
+
+
+def _chat(n: int, size: int) -> list[dict[str, Any]]:
+    roles = ("user", "assistant")
+    return [{"role": roles[i % 2], "content": f"m{i} " + "x" * size} for i in range(n)]
+
+
+# Short messages keep the partial chunk's bytes; long ones keep only the prefix's digest.
+@pytest.mark.parametrize("size", [10, 2000])
+@pytest.mark.parametrize("length", [3, 127, 128, 129, 300])
+def test_each_turns_proof_carries_the_digest_of_the_messages_it_read(
+    size: int, length: int
+) -> None:
+    history = _chat(length + 4, size)
+    _, first, _ = check_history(history[:length], None)
+    assert first is not None and first.digest == prefix_digest(history, length)
+    _, second, _ = check_history(history, first)
+    assert second is not None and second.proves == first.serial
+    assert second.digest == prefix_digest(history, len(history))
+    _, third, _ = check_history(list(history), second)
+    assert third is not None and third.proves == second.serial
+
+
+@pytest.mark.parametrize("size", [10, 2000])
+@pytest.mark.parametrize(
+    ("length", "edit"), [(100, 0), (100, 99), (300, 5), (300, 260), (300, 299)]
+)
+def test_an_edit_anywhere_in_the_proved_prefix_is_no_proof(
+    size: int, length: int, edit: int
+) -> None:
+    history = _chat(length, size)
+    _, first, _ = check_history(history, None)
+    edited = [dict(m) for m in history] + _chat(2, size)
+    edited[edit]["content"] += "!"
+    _, second, _ = check_history(edited, first)
+    assert second is not None and second.proves is None
+    assert second.digest == prefix_digest(edited, len(edited))
+    # The same edit made in place on the caller's own list is caught as well.
+    history[edit]["content"] += "!"
+    _, third, _ = check_history(history, first)
+    assert third is not None and third.proves is None
+
+
+def test_a_message_that_no_longer_pickles_gives_no_proof() -> None:
+    history = _chat(5, 10)
+    _, first, _ = check_history(history, None)
+    history[2] = {"role": "user", "content": "hi", "extra": lambda: 0}
+    _, second, _ = check_history(history, first)
+    assert second is not None and second.proves is None and second.digest is None
+    _, third, _ = check_history(history, second)  # nothing proved: validated in full again
+    assert third is not None and third.proves is None
