@@ -21,6 +21,7 @@ __all__ = [
     "TermStats",
     "asked_text",
     "content_words",
+    "distinct_content_words",
     "lexical_scores",
     "marked_words",
     "query_weights",
@@ -226,6 +227,12 @@ def content_word_set(text: str) -> frozenset[str]:
     For a message entering the statistics: its words in order are not needed. Memoised: a
     stateless caller compiles the same history again with a fresh compiler.
     """
+    return distinct_content_words(text)
+
+
+def distinct_content_words(text: str) -> frozenset[str]:
+    """:func:`content_word_set` without its memo: for a text read once among thousands (a
+    long history replayed at once), where memoising each costs about what reading it does."""
     if not text.isascii():
         return frozenset(content_words(text))
     words = set(_ascii_words(text))

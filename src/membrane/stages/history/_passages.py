@@ -161,9 +161,16 @@ class PassageList(Sequence[Passage]):
 
 
 def passages_of(
-    unit: int, message: int, role: str, text: str, writer: str | None = None
+    unit: int,
+    message: int,
+    role: str,
+    text: str,
+    writer: str | None = None,
+    *,
+    memoise: bool = True,
 ) -> list[Passage]:
-    """``text`` cut into passages of whole sentences, about PASSAGE_WORDS words each."""
+    """``text`` cut into passages of whole sentences, about PASSAGE_WORDS words each
+    (``memoise``: whether its sentences are split through the memo)."""
     out: list[Passage] = []
     bucket: list[str] = []
     words = 0
@@ -173,7 +180,7 @@ def passages_of(
             body = " ".join(bucket)
             out.append(Passage(unit, message, role, body, tuple(map(len, bucket)), writer))
 
-    for sentence in split_sentences(text):
+    for sentence in split_sentences(text, memoise=memoise):
         n = len(sentence.split())
         if n > PASSAGE_WORDS * 2:  # one very long sentence: split it by words
             flush()
