@@ -195,17 +195,35 @@ STOPWORDS = frozenset(
         "ever",
     ]
 )
+# What is never a content word: the stopwords, and what stripping a word's marks can leave.
+_NOT_CONTENT = STOPWORDS | {""}
 
 
-# A word-joining mark with a blank (or the text's edge) on one side opens or ends a piece.
-_EDGE_MARKS = (" '", "' ", " -", "- ", " _", "_ ")
+def _ascii_spaced(text: str) -> str:
+    """An ASCII text lower-cased, with every character that is not part of a word blanked."""
+    return text.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii")
+
+
+def _has_edge_marks(spaced: str) -> bool:
+    """Whether some piece of ``spaced`` starts or ends with a word-joining mark: one with a
+    blank (or the text's edge) on one side."""
+    return (
+        " '" in spaced
+        or "' " in spaced
+        or " -" in spaced
+        or "- " in spaced
+        or " _" in spaced
+        or "_ " in spaced
+        or spaced[:1] in _MARKS
+        or spaced[-1:] in _MARKS
+    )
 
 
 def _ascii_words(text: str) -> list[str]:
     """An ASCII text's words, lower-cased, with their outer _ ' - stripped ("" may remain)."""
-    spaced = text.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii")
+    spaced = _ascii_spaced(text)
     pieces = spaced.split()
-    if any(mark in spaced for mark in _EDGE_MARKS) or spaced[:1] in _MARKS or spaced[-1:] in _MARKS:
+    if _has_edge_marks(spaced):
         return [w.strip(_MARKS) for w in pieces]
     return pieces  # no piece starts or ends with a mark: nothing to strip
 
@@ -234,11 +252,12 @@ def distinct_content_words(text: str) -> frozenset[str]:
     """:func:`content_word_set` without its memo: for a text read once among thousands (a
     long history replayed at once), where memoising each costs about what reading it does."""
     if not text.isascii():
-        return frozenset(content_words(text))
-    words = set(_ascii_words(text))
-    words -= STOPWORDS
-    words.discard("")
-    return frozenset(words)
+        return frozenset([w.lower() for w in _WORD.findall(text)]).difference(_NOT_CONTENT)
+    spaced = _ascii_spaced(text)
+    words = frozenset(spaced.split())
+    if _has_edge_marks(spaced):
+        words = frozenset([w.strip(_MARKS) for w in words])
+    return words.difference(_NOT_CONTENT)
 
 
 @memoised(0.05, key_bytes)
