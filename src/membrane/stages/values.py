@@ -14,6 +14,7 @@ from membrane.prompt_text import RECALL_HEADER
 from membrane.stages.fit import FitRules
 from membrane.stages.history import NO_WRITERS, RecalledPassage, Writers
 from membrane.stages.layout import ContextLayoutEngine, MemorySegment
+from membrane.tokenizers import count_each
 
 if TYPE_CHECKING:
     from membrane.capabilities import ModelCapabilities
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from membrane.tokenizers import MemoizedCounter, TokenizerRegistry
 
 __all__ = [
+    "BULK_OFFER_LINES",
     "NO_STEPS",
     "Budget",
     "FinalMessage",
@@ -31,6 +33,10 @@ __all__ = [
     "TurnText",
     "joined_parts",
 ]
+
+#: An offer of more lines than this counts them in one go, leaving the counter's memo as it
+#: was: it could not keep them all until the next stage, let alone the next turn.
+BULK_OFFER_LINES = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +160,11 @@ class Offer:
         counter's memo may not hold 50,000 memories' lines from one stage to the next."""
         known = self._line_tokens
         if known is None or known[0] != count:
-            known = self._line_tokens = (count, [count(line) for line in self._lines])
+            lines = self._lines
+            if len(lines) > BULK_OFFER_LINES:  # more than a memo keeps until the next turn
+                known = self._line_tokens = (count, count_each(count, lines))
+            else:
+                known = self._line_tokens = (count, [count(line) for line in lines])
         return known[1]
 
 
