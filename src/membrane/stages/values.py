@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from membrane.memo import BULK_ITEMS
 from membrane.prompt_text import RECALL_HEADER
 from membrane.stages.fit import FitRules
 from membrane.stages.history import NO_WRITERS, RecalledPassage, Writers
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from membrane.tokenizers import MemoizedCounter, TokenizerRegistry
 
 __all__ = [
-    "BULK_OFFER_LINES",
     "NO_STEPS",
     "Budget",
     "FinalMessage",
@@ -33,10 +33,6 @@ __all__ = [
     "TurnText",
     "joined_parts",
 ]
-
-#: An offer of more lines than this counts them in one go, leaving the counter's memo as it
-#: was: it could not keep them all until the next stage, let alone the next turn.
-BULK_OFFER_LINES = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +157,7 @@ class Offer:
         known = self._line_tokens
         if known is None or known[0] != count:
             lines = self._lines
-            if len(lines) > BULK_OFFER_LINES:  # more than a memo keeps until the next turn
+            if len(lines) > BULK_ITEMS:  # more than a memo keeps until the next turn
                 known = self._line_tokens = (count, count_each(count, lines))
             else:
                 known = self._line_tokens = (count, [count(line) for line in lines])

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
+from membrane.memo import writes_skipped
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
 
 __all__ = [
@@ -168,6 +169,8 @@ class _Generations(Generic[K]):
         return n
 
     def put(self, key: K, n: int) -> None:
+        if writes_skipped():
+            return
         cost = self._key_bytes(key) + _SLOT_BYTES
         if cost > self._half_bytes:
             return
