@@ -18,6 +18,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from membrane import config
 from membrane.errors import InvalidInputError, ToolPairingError
 from membrane.messages._checks import check_message_details
 from membrane.messages._time import message_time
@@ -249,6 +250,13 @@ def validate_messages(
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise InvalidInputError(
             f"{field} must be a list of message dicts like {{'role': 'user', 'content': '...'}}",
+            field=field,
+        )
+    limit = config.MAX_HISTORY_MESSAGES
+    if len(messages) > limit:
+        raise InvalidInputError(
+            f"{field} holds {len(messages):,} messages, more than the {limit:,} a compile "
+            "accepts (membrane.config.MAX_HISTORY_MESSAGES); send the newest ones",
             field=field,
         )
     out: list[dict[str, Any]] = messages if isinstance(messages, list) else list(messages)

@@ -137,6 +137,13 @@ def memory_pairs(
             "memories must be a list of MemoryItem rows or records with id and memory_kind",
             field="memories",
         )
+    limit = config.MAX_MEMORIES
+    if len(memories) > limit:
+        raise InvalidInputError(
+            f"memories holds {len(memories):,} records, more than the {limit:,} a compile "
+            "accepts (membrane.config.MAX_MEMORIES); offer the best of them",
+            field="memories",
+        )
     items = list(memories)
     for i, memory in enumerate(items):
         _check_record(i, memory)
