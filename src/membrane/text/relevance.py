@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from membrane.memo import key_bytes, mapping_bytes, memoised
+from membrane.text._ascii import MARKS, ascii_spaced, ascii_words, has_edge_marks
 
 __all__ = [
     "STATEMENT_WEIGHT",
@@ -35,16 +36,6 @@ _FIRST_PERSON = re.compile(r"i(?:['’]\w+)?$")
 # A run of letters and digits, joined through ' ’ - _ to the next run: the same words as
 # [^\W_](?:[\w'’-]*[^\W_])?, with less backtracking.
 _WORD = re.compile(r"[^\W_]+(?:[_'’-]+[^\W_]+)*", re.UNICODE)
-# In ASCII text a word is a run of letters, digits and _ ' - with its outer _ ' - stripped:
-# lower-case the letters, blank every other character and split, which is faster than the
-# pattern. The table is for bytes.translate, a plain lookup per byte (str.translate looks
-# each character up in a dict).
-_ASCII_WORD_BYTES = bytes(
-    ord(chr(c).lower()) if c < 128 and (chr(c).isalnum() or chr(c) in "_'-") else ord(" ")
-    for c in range(256)
-)
-
-_MARKS = "_'-"
 
 STOPWORDS = frozenset(
     [
@@ -199,42 +190,13 @@ STOPWORDS = frozenset(
 _NOT_CONTENT = STOPWORDS | {""}
 
 
-def _ascii_spaced(text: str) -> str:
-    """An ASCII text lower-cased, with every character that is not part of a word blanked."""
-    return text.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii")
-
-
-def _has_edge_marks(spaced: str) -> bool:
-    """Whether some piece of ``spaced`` starts or ends with a word-joining mark: one with a
-    blank (or the text's edge) on one side."""
-    return (
-        " '" in spaced
-        or "' " in spaced
-        or " -" in spaced
-        or "- " in spaced
-        or " _" in spaced
-        or "_ " in spaced
-        or spaced[:1] in _MARKS
-        or spaced[-1:] in _MARKS
-    )
-
-
-def _ascii_words(text: str) -> list[str]:
-    """An ASCII text's words, lower-cased, with their outer _ ' - stripped ("" may remain)."""
-    spaced = _ascii_spaced(text)
-    pieces = spaced.split()
-    if _has_edge_marks(spaced):
-        return [w.strip(_MARKS) for w in pieces]
-    return pieces  # no piece starts or ends with a mark: nothing to strip
-
-
 @memoised(0.12, key_bytes)
 def content_words(text: str) -> tuple[str, ...]:
     """Lower-cased words of ``text`` without stopwords, in order (duplicates kept).
 
     Memoised: the same sentences and messages are read again on every turn.
     """
-    words = _ascii_words(text) if text.isascii() else [w.lower() for w in _WORD.findall(text)]
+    words = ascii_words(text) if text.isascii() else [w.lower() for w in _WORD.findall(text)]
     return tuple([w for w in words if w and w not in STOPWORDS])
 
 
@@ -253,10 +215,10 @@ def distinct_content_words(text: str) -> frozenset[str]:
     long history replayed at once), where memoising each costs about what reading it does."""
     if not text.isascii():
         return frozenset([w.lower() for w in _WORD.findall(text)]).difference(_NOT_CONTENT)
-    spaced = _ascii_spaced(text)
+    spaced = ascii_spaced(text)
     words = frozenset(spaced.split())
-    if _has_edge_marks(spaced):
-        words = frozenset([w.strip(_MARKS) for w in words])
+    if has_edge_marks(spaced):
+        words = frozenset([w.strip(MARKS) for w in words])
     return words.difference(_NOT_CONTENT)
 
 
