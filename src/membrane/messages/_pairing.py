@@ -184,11 +184,12 @@ class _Pairing:
         i, n = self.start, len(self.messages)
         while i < n:
             msg = self.messages[i]
-            if msg.get("role") != "tool" and not msg.get("tool_calls"):
-                if msg.get("content").__class__ is not list:  # most messages: no call, no result
-                    units.append(HistoryUnit(i, i + 1))
-                    i += 1
-                    continue
+            # Most messages make no call and answer none: a unit of their own.
+            plain = msg.get("role") != "tool" and not msg.get("tool_calls")
+            if plain and msg.get("content").__class__ is not list:
+                units.append(HistoryUnit(i, i + 1))
+                i += 1
+                continue
             stray = _result_ids(msg)
             if stray:
                 raise self.stray(i, stray[0])

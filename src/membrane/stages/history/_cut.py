@@ -241,13 +241,14 @@ class HistoryTracker:
         """Each text's tokens: the caller's count where it gave one, else counted. A long
         replay counts its texts in one go, leaving the counter's memo as it was (they are
         read once; see :func:`membrane.tokenizers.count_each`)."""
-        known = list(given) if given is not None else [None] * len(texts)
-        missing = [i for i, n in enumerate(known) if n is None]
-        wanted = [texts[i] for i in missing]
-        fresh = count_each(self.count, wanted) if bulk else [self.count(t) for t in wanted]
-        for i, n in zip(missing, fresh, strict=True):
-            known[i] = n
-        return [n or 0 for n in known]
+        if given is None:
+            wanted: Sequence[str] = texts
+        else:
+            wanted = [text for text, n in zip(texts, given, strict=True) if n is None]
+        fresh = iter(count_each(self.count, wanted) if bulk else [self.count(t) for t in wanted])
+        if given is None:
+            return list(fresh)
+        return [next(fresh) if n is None else n for n in given]
 
     def _add_words(
         self, message: Mapping[str, Any], text: str, deferred: DeferredLines | None

@@ -70,7 +70,7 @@ def unit_key(messages: Sequence[Mapping[str, Any]], texts: Sequence[str] | None 
         keys = [message_key(message) for message in messages]
     else:
         keys = [(message_role(m), t) for m, t in zip(messages, texts, strict=True)]
-    parts = []
+    parts: list[bytes] = []
     for key in keys:
         for field_text in key:
             data = field_text.encode("utf-8", "surrogatepass")
