@@ -13,6 +13,9 @@ __all__ = [
     "DEFAULT_INDEX_SHARE",
     "DEFAULT_KEYFRAME_TOKENS",
     "DEFAULT_MESSAGE_OVERHEAD_TOKENS",
+    "MAX_HISTORY_MESSAGES",
+    "MAX_MEMORIES",
+    "MAX_TEXT_CHARS",
     "PROMPT_CACHE_TTL_SECONDS",
     "capability_map_path",
     "lod_attention_shift_cosine_threshold",
@@ -45,6 +48,18 @@ DEFAULT_STORE_DEADLINE_SECONDS = 0.25
 # OpenAI's in-memory one. The capability map carries no lifetime, so one figure serves all; a
 # longer gap between two messages starts a session (see membrane.stages.history._cut).
 PROMPT_CACHE_TTL_SECONDS = 300.0
+
+# Input size limits. Past them a compile raises InvalidInputError naming the field, instead of
+# running for minutes and holding gigabytes. Each is ten times what the benchmarks compile in
+# a few seconds (benchmarks/slow_inputs.py: 100,000 messages of history, 50,000 memories, a
+# 5 MB message). Read when a compile checks its input, so a test or an operator may change them.
+#: The most messages a history (``conversation_messages``) may hold.
+MAX_HISTORY_MESSAGES = 1_000_000
+#: The most memories one compile may be offered.
+MAX_MEMORIES = 500_000
+#: The most characters one text may hold: the user message, a persona or core, a memory's
+#: content, a history message's content string or one of its text blocks.
+MAX_TEXT_CHARS = 50_000_000
 
 
 def _int_env(name: str, default: int) -> int:

@@ -22,10 +22,12 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 __all__ = [
+    "BULK_ITEMS",
     "DEFAULT_MEMO_BYTES",
     "clear_memos",
     "key_bytes",
@@ -34,7 +36,9 @@ __all__ = [
     "memoised",
     "memos_held_bytes",
     "register_memo",
+    "skip_memo_writes",
     "strings_bytes",
+    "writes_skipped",
 ]
 
 #: What all process-wide memos may hold together unless ``MEMBRANE_MEMO_BYTES`` says otherwise.
@@ -63,6 +67,11 @@ def _read_total() -> int:
 
 
 _TOTAL = _read_total()
+#: A call reading more distinct texts than this at once (a history replayed whole, an offer
+#: of tens of thousands of memories) keeps none of them in the memos (:func:`skip_memo_writes`).
+BULK_ITEMS = 10_000
+# Per thread: whether its memo misses are kept (see skip_memo_writes).
+_SKIPPING = threading.local()
 # Each memo's count of the bytes it holds, and how to empty it.
 _HOLDERS: list[tuple[Callable[[], int], Callable[[], None]]] = []
 
@@ -81,6 +90,29 @@ def clear_memos() -> None:
     """Empty every process-wide memo (a test or a benchmark starting from cold)."""
     for _, clear in _HOLDERS:
         clear()
+
+
+@contextmanager
+def skip_memo_writes(active: bool = True) -> Iterator[None]:
+    """While active, this thread's memoised functions (and token counters' memos) compute what
+    their memo lacks without keeping it; what a memo holds is still read.
+
+    For a call that reads tens of thousands of distinct texts once: keeping each would cost
+    about what computing it does, and would push out everything the memos hold for the turns
+    of other conversations. Other threads keep filling their memos as usual.
+    """
+    before = getattr(_SKIPPING, "on", False)
+    _SKIPPING.on = before or active
+    try:
+        yield
+    finally:
+        _SKIPPING.on = before
+
+
+def writes_skipped() -> bool:
+    """Whether this thread is inside an active :func:`skip_memo_writes`."""
+    skipped: bool = getattr(_SKIPPING, "on", False)
+    return skipped
 
 
 def register_memo(held: Callable[[], int], clear: Callable[[], None]) -> None:
@@ -156,6 +188,8 @@ def memoised(
             value: V | None = memo.old.get(key)
             if value is None:
                 value = fn(key)
+            if getattr(_SKIPPING, "on", False):
+                return value
             cost = key_size(key) + value_bytes(value) + _SLOT_BYTES
             if cost <= memo.half:
                 memo.keep(key, value, cost)

@@ -14,9 +14,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from membrane import config
 from membrane.errors import InvalidInputError
 
-__all__ = ["check_message_details", "check_text", "find_lone_surrogate", "has_lone_surrogate"]
+__all__ = [
+    "check_message_details",
+    "check_text",
+    "check_text_size",
+    "find_lone_surrogate",
+    "has_lone_surrogate",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_DEPTH = 64
@@ -63,8 +70,20 @@ def check_text(value: object, field: str, *, optional: bool = False) -> None:
     if not isinstance(value, str):
         kind = "a string or None" if optional else "a string"
         raise InvalidInputError(f"{field} must be {kind}, got {type(value).__name__}", field=field)
+    check_text_size(value, field)
     if _has_surrogate(value):
         raise InvalidInputError(_surrogate_message(field), field=field)
+
+
+def check_text_size(text: str, field: str) -> None:
+    """``text`` holds at most :data:`membrane.config.MAX_TEXT_CHARS` characters."""
+    limit = config.MAX_TEXT_CHARS
+    if len(text) > limit:
+        raise InvalidInputError(
+            f"{field} holds {len(text):,} characters, more than the {limit:,} a compile accepts "
+            "(membrane.config.MAX_TEXT_CHARS); send a shorter text or split it",
+            field=field,
+        )
 
 
 def _surrogate_message(where: str) -> str:
@@ -90,10 +109,16 @@ def check_message_details(msg: Mapping[str, Any], where: str) -> None:
             f"{where} is an assistant message with neither content nor tool calls",
             field=where,
         )
-    if isinstance(content, list):
+    if isinstance(content, str):
+        check_text_size(content, f"{where}.content")
+    elif isinstance(content, list):
         for j, block in enumerate(content):
-            if isinstance(block, Mapping) and block.get("type") == "tool_use":
+            if not isinstance(block, Mapping):
+                continue
+            if block.get("type") == "tool_use":
                 _check_json(block.get("input"), f"{where}.content[{j}].input")
+            elif isinstance(block.get("text"), str):
+                check_text_size(block["text"], f"{where}.content[{j}].text")
     found = find_lone_surrogate(msg, where)
     if found is not None:
         raise InvalidInputError(_surrogate_message(found), field=found)

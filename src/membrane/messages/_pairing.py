@@ -18,6 +18,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from membrane import config
 from membrane.errors import InvalidInputError, ToolPairingError
 from membrane.messages._checks import check_message_details
 from membrane.messages._time import message_time
@@ -183,6 +184,12 @@ class _Pairing:
         i, n = self.start, len(self.messages)
         while i < n:
             msg = self.messages[i]
+            # Most messages make no call and answer none: a unit of their own.
+            plain = msg.get("role") != "tool" and not msg.get("tool_calls")
+            if plain and msg.get("content").__class__ is not list:
+                units.append(HistoryUnit(i, i + 1))
+                i += 1
+                continue
             stray = _result_ids(msg)
             if stray:
                 raise self.stray(i, stray[0])
@@ -249,6 +256,13 @@ def validate_messages(
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise InvalidInputError(
             f"{field} must be a list of message dicts like {{'role': 'user', 'content': '...'}}",
+            field=field,
+        )
+    limit = config.MAX_HISTORY_MESSAGES
+    if len(messages) > limit:
+        raise InvalidInputError(
+            f"{field} holds {len(messages):,} messages, more than the {limit:,} a compile "
+            "accepts (membrane.config.MAX_HISTORY_MESSAGES); send the newest ones",
             field=field,
         )
     out: list[dict[str, Any]] = messages if isinstance(messages, list) else list(messages)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from membrane import config
 from membrane.errors import InvalidInputError
+from membrane.memo import BULK_ITEMS, skip_memo_writes
 from membrane.messages import check_text, find_lone_surrogate
 from membrane.records import (
     MEMORY_KINDS,
@@ -57,10 +58,11 @@ def normalise_offer(
         items += [(None, tier, None) for _, tier in extras]
         plan = plan_policies(profile.policies, profile.must_include, items)
     segments = []
-    for position, (number, memory, tier) in enumerate(triples):
-        limit = plan.max_chars.get(position) if plan is not None else None
-        own_caps = caps if limit is None else {**caps, memory_kind(memory): limit}
-        segments.extend(render_memories([(memory, tier)], start_number=number, caps=own_caps))
+    with skip_memo_writes(len(triples) > BULK_ITEMS):  # too many to keep their bodies
+        for position, (number, memory, tier) in enumerate(triples):
+            limit = plan.max_chars.get(position) if plan is not None else None
+            own_caps = caps if limit is None else {**caps, memory_kind(memory): limit}
+            segments.extend(render_memories([(memory, tier)], start_number=number, caps=own_caps))
     for segment in segments:
         _check_rendered(segment.line, segment.number - 1, memories)
     truncated = sum(1 for s in segments if s.truncated)
@@ -135,6 +137,13 @@ def memory_pairs(
     if isinstance(memories, (str, bytes)) or not isinstance(memories, Sequence):
         raise InvalidInputError(
             "memories must be a list of MemoryItem rows or records with id and memory_kind",
+            field="memories",
+        )
+    limit = config.MAX_MEMORIES
+    if len(memories) > limit:
+        raise InvalidInputError(
+            f"memories holds {len(memories):,} records, more than the {limit:,} a compile "
+            "accepts (membrane.config.MAX_MEMORIES); offer the best of them",
             field="memories",
         )
     items = list(memories)

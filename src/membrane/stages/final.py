@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from membrane.memo import BULK_ITEMS, skip_memo_writes
 from membrane.messages import Message, message_text
 from membrane.prompt_text import RECALL_HEADER
 from membrane.records import TIER_PROCEDURAL
@@ -119,7 +120,16 @@ def fit_system(
 
 
 def fit_final(given: FinalInput, window: HistoryWindow, settings: FinalSettings) -> FittedFinal:
-    """Fit memories and recalled passages into what the window leaves of the budget."""
+    """Fit memories and recalled passages into what the window leaves of the budget.
+
+    An offer of more than :data:`membrane.memo.BULK_ITEMS` lines is read without filling the
+    memos: they could not keep its texts until the next turn, and would forget all else.
+    """
+    with skip_memo_writes(len(given.offer.lines()) > BULK_ITEMS):
+        return _fit_final(given, window, settings)
+
+
+def _fit_final(given: FinalInput, window: HistoryWindow, settings: FinalSettings) -> FittedFinal:
     count, overhead = given.budget.counter.count, settings.message_overhead_tokens
     if given.semantic is not None and window.tracker is not None:
         prefetch_arrivals(window.tracker, window.kept, given.semantic)

@@ -261,7 +261,7 @@ def fit_offer(
     ``rules`` bound the room plain items take).
     """
     lines = offer.lines()
-    full = [count(line) for line in lines]
+    full = offer.line_tokens(count)
     tiers = offer.tiers()
     fits = sum(full) + len(lines) <= room
     if rules is not None and rules.share_room is not None:

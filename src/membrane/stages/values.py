@@ -10,10 +10,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from membrane.memo import BULK_ITEMS
 from membrane.prompt_text import RECALL_HEADER
 from membrane.stages.fit import FitRules
 from membrane.stages.history import NO_WRITERS, RecalledPassage, Writers
 from membrane.stages.layout import ContextLayoutEngine, MemorySegment
+from membrane.tokenizers import count_each
 
 if TYPE_CHECKING:
     from membrane.capabilities import ModelCapabilities
@@ -154,7 +156,11 @@ class Offer:
         counter's memo may not hold 50,000 memories' lines from one stage to the next."""
         known = self._line_tokens
         if known is None or known[0] != count:
-            known = self._line_tokens = (count, [count(line) for line in self._lines])
+            lines = self._lines
+            if len(lines) > BULK_ITEMS:  # more than a memo keeps until the next turn
+                known = self._line_tokens = (count, count_each(count, lines))
+            else:
+                known = self._line_tokens = (count, [count(line) for line in lines])
         return known[1]
 
 

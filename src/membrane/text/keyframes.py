@@ -32,7 +32,8 @@ def keyframe(text: str, stats: Rarity, count: Callable[[str], int], max_tokens: 
     for i, sentence in enumerate(sentences):
         if count(sentence) > max_tokens:
             continue
-        score = sentence_density(sentence, stats)
+        # A lone sentence needs no density: none is below 0 (rarities have a positive floor).
+        score = sentence_density(sentence, stats) if len(sentences) > 1 else 0.0
         if score > best_score:
             best_index, best_score = i, score
     if best_index < 0:

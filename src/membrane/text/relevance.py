@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from membrane.memo import key_bytes, mapping_bytes, memoised
+from membrane.text._ascii import MARKS, ascii_spaced, ascii_words, has_edge_marks
 
 __all__ = [
     "STATEMENT_WEIGHT",
@@ -21,6 +22,7 @@ __all__ = [
     "TermStats",
     "asked_text",
     "content_words",
+    "distinct_content_words",
     "lexical_scores",
     "marked_words",
     "query_weights",
@@ -34,16 +36,6 @@ _FIRST_PERSON = re.compile(r"i(?:['’]\w+)?$")
 # A run of letters and digits, joined through ' ’ - _ to the next run: the same words as
 # [^\W_](?:[\w'’-]*[^\W_])?, with less backtracking.
 _WORD = re.compile(r"[^\W_]+(?:[_'’-]+[^\W_]+)*", re.UNICODE)
-# In ASCII text a word is a run of letters, digits and _ ' - with its outer _ ' - stripped:
-# lower-case the letters, blank every other character and split, which is faster than the
-# pattern. The table is for bytes.translate, a plain lookup per byte (str.translate looks
-# each character up in a dict).
-_ASCII_WORD_BYTES = bytes(
-    ord(chr(c).lower()) if c < 128 and (chr(c).isalnum() or chr(c) in "_'-") else ord(" ")
-    for c in range(256)
-)
-
-_MARKS = "_'-"
 
 STOPWORDS = frozenset(
     [
@@ -194,19 +186,8 @@ STOPWORDS = frozenset(
         "ever",
     ]
 )
-
-
-# A word-joining mark with a blank (or the text's edge) on one side opens or ends a piece.
-_EDGE_MARKS = (" '", "' ", " -", "- ", " _", "_ ")
-
-
-def _ascii_words(text: str) -> list[str]:
-    """An ASCII text's words, lower-cased, with their outer _ ' - stripped ("" may remain)."""
-    spaced = text.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii")
-    pieces = spaced.split()
-    if any(mark in spaced for mark in _EDGE_MARKS) or spaced[:1] in _MARKS or spaced[-1:] in _MARKS:
-        return [w.strip(_MARKS) for w in pieces]
-    return pieces  # no piece starts or ends with a mark: nothing to strip
+# What is never a content word: the stopwords, and what stripping a word's marks can leave.
+_NOT_CONTENT = STOPWORDS | {""}
 
 
 @memoised(0.12, key_bytes)
@@ -215,7 +196,7 @@ def content_words(text: str) -> tuple[str, ...]:
 
     Memoised: the same sentences and messages are read again on every turn.
     """
-    words = _ascii_words(text) if text.isascii() else [w.lower() for w in _WORD.findall(text)]
+    words = ascii_words(text) if text.isascii() else [w.lower() for w in _WORD.findall(text)]
     return tuple([w for w in words if w and w not in STOPWORDS])
 
 
@@ -226,12 +207,19 @@ def content_word_set(text: str) -> frozenset[str]:
     For a message entering the statistics: its words in order are not needed. Memoised: a
     stateless caller compiles the same history again with a fresh compiler.
     """
+    return distinct_content_words(text)
+
+
+def distinct_content_words(text: str) -> frozenset[str]:
+    """:func:`content_word_set` without its memo: for a text read once among thousands (a
+    long history replayed at once), where memoising each costs about what reading it does."""
     if not text.isascii():
-        return frozenset(content_words(text))
-    words = set(_ascii_words(text))
-    words -= STOPWORDS
-    words.discard("")
-    return frozenset(words)
+        return frozenset([w.lower() for w in _WORD.findall(text)]).difference(_NOT_CONTENT)
+    spaced = ascii_spaced(text)
+    words = frozenset(spaced.split())
+    if has_edge_marks(spaced):
+        words = frozenset([w.strip(MARKS) for w in words])
+    return words.difference(_NOT_CONTENT)
 
 
 @memoised(0.05, key_bytes)

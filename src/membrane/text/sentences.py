@@ -24,18 +24,20 @@ __all__ = [
 _BOUNDARY = re.compile(r"[.!?\n](?:(?<=\n)\n*|[\"')\]]*\s+)")
 
 
-def split_sentences(text: str) -> list[str]:
+def split_sentences(text: str, *, memoise: bool = True) -> list[str]:
     """Split ``text`` into stripped, non-empty sentences in order.
+
+    Memoised, as messages and memories are split again on every turn they are in play;
+    ``memoise=False`` splits without reading or filling the memo (a text read once, among
+    thousands: a long history replayed at once).
 
     >>> split_sentences("It works. Does it? Yes!\\nNext line")
     ['It works.', 'Does it?', 'Yes!', 'Next line']
     """
-    return list(_split(text))
+    return list(_split(text) if memoise else _split_text(text))
 
 
-@memoised(0.13, key_bytes)
-def _split(text: str) -> tuple[str, ...]:
-    # Memoised: messages and memories are split again on every turn they are in play.
+def _split_text(text: str) -> tuple[str, ...]:
     out = []
     start = 0
     for match in _BOUNDARY.finditer(text):
@@ -47,6 +49,9 @@ def _split(text: str) -> tuple[str, ...]:
     if tail:
         out.append(tail)
     return tuple(out)
+
+
+_split = memoised(0.13, key_bytes)(_split_text)
 
 
 # A sentence opening with one of these leans on the sentence before it.

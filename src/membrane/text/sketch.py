@@ -66,8 +66,7 @@ def _buckets(word: str) -> tuple[int, int]:
     global _remembered_bytes
     found = _REMEMBERED.get(word)
     if found is None:
-        h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
-        found = (h & 0xFFFFFFFF) % SKETCH_WIDTH, SKETCH_WIDTH + (h >> 32) % SKETCH_WIDTH
+        found = _hashed_buckets(word)
         cost = sys.getsizeof(word) + _ENTRY_BYTES
         with _lock:
             if _remembered_bytes + cost > _MAX_REMEMBERED_BYTES:
@@ -76,6 +75,11 @@ def _buckets(word: str) -> tuple[int, int]:
             _REMEMBERED[word] = found
             _remembered_bytes += cost
     return found
+
+
+def _hashed_buckets(word: str) -> tuple[int, int]:
+    h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+    return (h & 0xFFFFFFFF) % SKETCH_WIDTH, SKETCH_WIDTH + (h >> 32) % SKETCH_WIDTH
 
 
 class TermSketch(TermStats):
@@ -95,12 +99,44 @@ class TermSketch(TermStats):
     def add(self, document: str) -> None:
         self.add_words(content_words(document))
 
-    def add_words(self, words: Iterable[str]) -> None:
-        counts, remembered = self._counts, _REMEMBERED.get
+    def add_words(
+        self, words: Iterable[str], buckets: dict[str, tuple[int, int]] | None = None
+    ) -> None:
+        """Add one document, given by its words.
+
+        ``buckets``: the caller's own memo of each word's counters, for a caller adding
+        thousands of documents at once (a long replay, whose words would push each other
+        out of the process-wide one); it is filled as words are met.
+        """
+        self._add(words, buckets, None)
+
+    def add_words_noting(
+        self, words: Iterable[str], buckets: dict[str, tuple[int, int]] | None = None
+    ) -> array[int]:
+        """:meth:`add_words`, returning the counters it raised (so :meth:`undo` can take the
+        document back out)."""
+        raised = array("H")
+        self._add(words, buckets, raised)
+        return raised
+
+    def _add(
+        self,
+        words: Iterable[str],
+        buckets: dict[str, tuple[int, int]] | None,
+        raised: array[int] | None,
+    ) -> None:
+        counts = self._counts
+        known = (_REMEMBERED if buckets is None else buckets).get
         # In sorted order: where two of a document's words share a counter, the conservative
         # update depends on their order, and a set's order differs between processes.
         for word in sorted(words if isinstance(words, (set, frozenset)) else set(words)):
-            a, b = remembered(word) or _buckets(word)
+            pair = known(word)
+            if pair is None:
+                if buckets is None:
+                    pair = _buckets(word)
+                else:
+                    pair = buckets[word] = _hashed_buckets(word)
+            a, b = pair
             x, y = counts[a], counts[b]
             low = x if x < y else y
             if low == _BYTE_MAX and counts.typecode == "B":
@@ -108,30 +144,13 @@ class TermSketch(TermStats):
             if low < _MAX_COUNT:
                 if x == low:
                     counts[a] = low + 1
+                    if raised is not None:
+                        raised.append(a)
                 if y == low:
                     counts[b] = low + 1
+                    if raised is not None:
+                        raised.append(b)
         self.documents += 1
-
-    def add_words_noting(self, words: Iterable[str]) -> array[int]:
-        """:meth:`add_words`, returning the counters it raised (so :meth:`undo` can take the
-        document back out)."""
-        counts, remembered = self._counts, _REMEMBERED.get
-        raised = array("H")
-        for word in sorted(words if isinstance(words, (set, frozenset)) else set(words)):
-            a, b = remembered(word) or _buckets(word)
-            x, y = counts[a], counts[b]
-            low = x if x < y else y
-            if low == _BYTE_MAX and counts.typecode == "B":
-                counts = self._counts = array("H", counts)
-            if low < _MAX_COUNT:
-                if x == low:
-                    counts[a] = low + 1
-                    raised.append(a)
-                if y == low:
-                    counts[b] = low + 1
-                    raised.append(b)
-        self.documents += 1
-        return raised
 
     def undo(self, raised: array[int]) -> None:
         """Take back the last document added, whose raised counters :meth:`add_words_noting`

@@ -21,6 +21,7 @@ from membrane.tokenizers._counters import (
     MemoizedCounter,
     TiktokenAdapter,
     TokenCounter,
+    count_each,
     count_tokens,
 )
 from membrane.tokenizers._registry import CounterChoice, TokenizerRegistry
@@ -41,6 +42,7 @@ __all__ = [
     "TiktokenAdapter",
     "TokenCounter",
     "TokenizerRegistry",
+    "count_each",
     "count_tokens",
     "counted_budget",
     "load_encoding",

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
+from membrane.memo import writes_skipped
 from membrane.tokenizers._bundled import BUNDLED_ENCODINGS, load_encoding
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "MemoizedCounter",
     "TiktokenAdapter",
     "TokenCounter",
+    "count_each",
     "count_tokens",
 ]
 
@@ -69,6 +71,11 @@ class TiktokenAdapter:
         # Special-token strings in user text are counted as ordinary text, like tiktoken's
         # encode_ordinary: a prompt containing "<|endoftext|>" must not raise.
         return len(load_encoding(self._encoding_name).encode_ordinary(text))
+
+    def count_each(self, texts: Sequence[str]) -> list[int]:
+        """:meth:`count` of each of ``texts`` (the encoding looked up once)."""
+        encode = load_encoding(self._encoding_name).encode_ordinary
+        return [len(encode(text)) for text in texts]
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (ordinary text, no special tokens)."""
@@ -162,6 +169,8 @@ class _Generations(Generic[K]):
         return n
 
     def put(self, key: K, n: int) -> None:
+        if writes_skipped():
+            return
         cost = self._key_bytes(key) + _SLOT_BYTES
         if cost > self._half_bytes:
             return
@@ -248,6 +257,31 @@ class MemoizedCounter:
                 n = self._count_new(text)
                 self._texts.put(text, n)
         return n
+
+    def count_each(self, texts: Sequence[str]) -> list[int]:
+        """:meth:`count` of each of ``texts``, keeping none of them in the memo.
+
+        For a history replayed at once (see ``stages.history._cut``): its texts are seen
+        once, and memoising each would cost about as much as counting it and push out what
+        the memo holds for the turns to come. A text the memo holds is read from it; the
+        others are counted whole by the wrapped counter, which gives the count :meth:`count`
+        gives (the memo's cuts only let it reuse parts).
+        """
+        young, old = self._texts.young.get, self._texts.old.get
+        counts: list[int] = []
+        missing: list[int] = []
+        for text in texts:
+            n = young(text)
+            if n is None:
+                n = old(text)
+            if n is None:
+                missing.append(len(counts))
+                n = 0
+            counts.append(n)
+        fresh = count_each(self.inner.count, [texts[i] for i in missing])
+        for i, n in zip(missing, fresh, strict=True):
+            counts[i] = n
+        return counts
 
     def _count_new(self, text: str) -> int:
         if not self._by_lines:
@@ -391,6 +425,17 @@ def _final_punctuation(line: str) -> str | None:
     if before == " " and start > 1:
         return line[start - 1 :]
     return None
+
+
+def count_each(count: Callable[[str], int], texts: Sequence[str]) -> list[int]:
+    """``count(text)`` for each of ``texts``; when ``count`` is the ``count`` method of a
+    counter that has a ``count_each`` method too (:class:`MemoizedCounter`,
+    :class:`TiktokenAdapter`), that one is used: the same numbers, counted in one go."""
+    each = getattr(getattr(count, "__self__", None), "count_each", None)
+    if each is not None and getattr(count, "__name__", "") == "count":
+        counted: list[int] = each(texts)
+        return counted
+    return [count(text) for text in texts]
 
 
 def count_tokens(text: str, encoding_name: str = "cl100k_base") -> int:

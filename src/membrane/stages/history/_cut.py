@@ -51,9 +51,15 @@ from membrane.stages.history._score import score_passages
 from membrane.stages.history._shared import Count
 from membrane.stages.history._speakers import NO_WRITERS, Writers
 from membrane.stages.history._units import CutEvent, reference_cut, session_gap, unit_key
-from membrane.text.relevance import TermStats, content_word_set, content_words
+from membrane.text.relevance import (
+    TermStats,
+    content_word_set,
+    content_words,
+    distinct_content_words,
+)
 from membrane.text.sentences import split_sentences
 from membrane.text.sketch import TermSketch
+from membrane.tokenizers import count_each
 
 __all__ = [
     "MAX_RECALLED_COUNTS",
@@ -195,29 +201,24 @@ class HistoryTracker:
         offset = self.seen_messages
         new = messages[offset:]
         deferred = self._deferred = self._deferral(len(new))
-        add_words = self.stats.add_words if deferred is None else deferred.add_words
+        texts = [message_text(m) for m in new]
+        given = counts[offset:] if counts is not None else None
+        text_tokens = self._text_tokens(texts, given, bulk=deferred is not None)
         ttl = config.PROMPT_CACHE_TTL_SECONDS
         for unit in group_units(new, field=field_name, offset=offset):
             start, stop = unit.start + offset, unit.stop + offset
             if start and session_gap(messages[start - 1], messages[start], ttl):
                 self._session_boundary(len(self.bounds), messages)
             span = messages[start:stop]
-            texts = [message_text(m) for m in span]
-            given = counts[start:stop] if counts is not None else [None] * len(texts)
-            tokens = sum(
-                (self.count(text) if n is None else n) + self.overhead
-                for text, n in zip(texts, given, strict=True)
-            )
+            span_texts = texts[unit.start : unit.stop]
+            tokens = sum(text_tokens[unit.start : unit.stop]) + self.overhead * len(span)
             if image_tokens is not None:
                 tokens += sum(image_tokens(m) for m in span)
             self.bounds.append((start, stop))
             self.unit_tokens.append(tokens)
-            self.unit_keys.append(unit_key(span))
-            for message, text in zip(span, texts, strict=True):
-                # Last turn's question: the words of its sentences are memoised already (in a
-                # long replay they are not; the set is the same, read in one pass).
-                user = deferred is None and message_role(message) == "user"
-                add_words(_sentence_words(text) if user else content_word_set(text))
+            self.unit_keys.append(unit_key(span, span_texts))
+            for message, text in zip(span, span_texts, strict=True):
+                self._add_words(message, text, deferred)
             self.kept_tokens += tokens
             self.total_tokens += tokens
             self.session_tokens += tokens
@@ -233,6 +234,34 @@ class HistoryTracker:
                 return
             self.lines, self.postings = lines, LazyPostings(self.passages, len(self.passages))
         self.postings.seal()
+
+    def _text_tokens(
+        self, texts: Sequence[str], given: Sequence[int | None] | None, *, bulk: bool
+    ) -> list[int]:
+        """Each text's tokens: the caller's count where it gave one, else counted. A long
+        replay counts its texts in one go, leaving the counter's memo as it was (they are
+        read once; see :func:`membrane.tokenizers.count_each`)."""
+        if given is None:
+            wanted: Sequence[str] = texts
+        else:
+            wanted = [text for text, n in zip(texts, given, strict=True) if n is None]
+        fresh = iter(count_each(self.count, wanted) if bulk else [self.count(t) for t in wanted])
+        if given is None:
+            return list(fresh)
+        return [next(fresh) if n is None else n for n in given]
+
+    def _add_words(
+        self, message: Mapping[str, Any], text: str, deferred: DeferredLines | None
+    ) -> None:
+        """Add a new message's content words to the statistics (a long replay notes them)."""
+        if deferred is not None:  # read once: no memo
+            deferred.add_words(distinct_content_words(text))
+        elif message_role(message) == "user":
+            # Last turn's question: the words of its sentences are memoised already (the set
+            # is the same as the whole text's, read in one pass).
+            self.stats.add_words(_sentence_words(text))
+        else:
+            self.stats.add_words(content_word_set(text))
 
     def _deferral(self, new: int) -> DeferredLines | None:
         """Whether this update is a long replay whose index lines are made at its end."""
@@ -322,7 +351,9 @@ class HistoryTracker:
             label = speaker_label(message, calls)
             writer = writer_name(message)
             self.has_writers = self.has_writers or writer is not None
-            for passage in passages_of(unit, start + offset, label, text, writer):
+            # Passages re-derived in bulk (post=False) split their texts once, memo aside.
+            found = passages_of(unit, start + offset, label, text, writer, memoise=post)
+            for passage in found:
                 if post:
                     self.postings.add(len(self.passages), passage)
                 self.passages.append(passage)

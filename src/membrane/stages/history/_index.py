@@ -21,13 +21,19 @@ from operator import truediv
 from membrane.memo import memoised, strings_bytes
 from membrane.prompt_text import index_block, index_entry
 from membrane.stages.history._shared import Count, is_request
-from membrane.text.relevance import TermStats, content_words, marked_words
+from membrane.text.relevance import (
+    TermStats,
+    content_words,
+    distinct_content_words,
+    marked_words,
+)
 from membrane.text.sentences import is_short, opens_with_pronoun, split_sentences
 
 __all__ = [
     "KEYFRAME_SPAN_TOKENS",
     "RARE_DOCUMENT_FREQUENCY",
     "IndexLine",
+    "could_earn_line",
     "derive_line_text",
     "index_digest",
     "index_line",
@@ -101,6 +107,17 @@ def _shape(word: str) -> str:
     if word.isalpha() or not _has_digit(word):
         return word
     return word.translate(_SHAPE)
+
+
+def could_earn_line(text: str, stats: TermStats) -> bool:
+    """False when :func:`index_line` surely gives ``text`` no line: an ASCII text none of whose
+    words is rare. Its words are read in one pass, without the memos (a long replay looks
+    back over thousands of dropped messages, most of which earn no line); the words of an
+    ASCII text's sentences are the text's words, as sentences are cut at white space."""
+    if not text.isascii():
+        return True
+    lowest = stats.min_df(distinct_content_words(text))
+    return lowest is not None and lowest <= RARE_DOCUMENT_FREQUENCY
 
 
 def _has_rare_word(sentence: str, stats: TermStats) -> bool:

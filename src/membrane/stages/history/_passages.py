@@ -34,6 +34,9 @@ __all__ = [
 ]
 
 PASSAGE_WORDS = 60
+# A text this short has fewer than PASSAGE_WORDS words (each word but the last takes a
+# character and a space).
+_SHORT_TEXT_CHARS = 2 * PASSAGE_WORDS - 1
 #: What a word weighs in a passage when only a question states it (any other weighs 1).
 QUESTION_WEIGHT = 0.5
 
@@ -161,9 +164,25 @@ class PassageList(Sequence[Passage]):
 
 
 def passages_of(
-    unit: int, message: int, role: str, text: str, writer: str | None = None
+    unit: int,
+    message: int,
+    role: str,
+    text: str,
+    writer: str | None = None,
+    *,
+    memoise: bool = True,
 ) -> list[Passage]:
-    """``text`` cut into passages of whole sentences, about PASSAGE_WORDS words each."""
+    """``text`` cut into passages of whole sentences, about PASSAGE_WORDS words each
+    (``memoise``: whether its sentences are split through the memo)."""
+    sentences = split_sentences(text, memoise=memoise)
+    if len(text) < _SHORT_TEXT_CHARS or len(text.split()) < PASSAGE_WORDS:
+        # Most messages: fewer words than a passage holds, so the loop below would put every
+        # sentence in one passage (sentences split at white space, so their words are the
+        # text's words).
+        if not sentences:
+            return []
+        body = " ".join(sentences)
+        return [Passage(unit, message, role, body, tuple(map(len, sentences)), writer)]
     out: list[Passage] = []
     bucket: list[str] = []
     words = 0
@@ -173,7 +192,7 @@ def passages_of(
             body = " ".join(bucket)
             out.append(Passage(unit, message, role, body, tuple(map(len, bucket)), writer))
 
-    for sentence in split_sentences(text):
+    for sentence in sentences:
         n = len(sentence.split())
         if n > PASSAGE_WORDS * 2:  # one very long sentence: split it by words
             flush()

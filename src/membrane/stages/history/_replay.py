@@ -21,16 +21,18 @@ from array import array
 from collections import deque
 from collections.abc import Iterable
 
-from membrane.stages.history._index import IndexLine, index_line
+from membrane.stages.history._index import IndexLine, could_earn_line, index_line
 from membrane.stages.history._shared import Count
 from membrane.text.sketch import TermSketch
 
-__all__ = ["LOGGED_DOCUMENTS", "LONG_REPLAY_MESSAGES", "DeferredLines"]
+__all__ = ["LOGGED_DOCUMENTS", "LONG_REPLAY_MESSAGES", "MAX_REPLAY_WORDS", "DeferredLines"]
 
 #: A fresh tracker given at least this many messages at once defers their index lines.
 LONG_REPLAY_MESSAGES = 64
 #: How many of the newest documents' raised counters a replay keeps.
 LOGGED_DOCUMENTS = 16_384
+#: How many words' sketch counters a replay remembers (a few MB at most) before starting over.
+MAX_REPLAY_WORDS = 100_000
 
 
 class DeferredLines:
@@ -46,15 +48,20 @@ class DeferredLines:
         # (unit, speaker label, text, message index, documents when dropped), in order
         self._dropped: deque[tuple[int, str, str, int, int]] = deque()
         self._forgotten = False
+        # Each word's counters in the sketch, for this replay only (a long history uses more
+        # words than the process-wide memo of them keeps, and would push them all out).
+        self._buckets: dict[str, tuple[int, int]] = {}
 
     def add_words(self, words: Iterable[str]) -> None:
         """Add one document to the statistics, noting the counters it raised when it is one
         of the last the log keeps."""
-        stats = self._stats
+        stats, buckets = self._stats, self._buckets
+        if len(buckets) >= MAX_REPLAY_WORDS:
+            buckets.clear()
         if stats.documents < self._first_logged:
-            stats.add_words(words)
+            stats.add_words(words, buckets)
             return
-        self._log.append((stats.documents + 1, stats.add_words_noting(words)))
+        self._log.append((stats.documents + 1, stats.add_words_noting(words, buckets)))
         # A message dropped before the oldest logged document can no longer be rolled back to.
         oldest = self._log[0][0] - 1
         dropped = self._dropped
@@ -81,6 +88,8 @@ class DeferredLines:
                 if not log or log[-1][0] != copy.documents:
                     return None
                 copy.undo(log.pop()[1])
+            if not could_earn_line(text, copy):
+                continue
             line = index_line(unit, label, text, copy, count, frame_tokens, at)
             if line is None:
                 continue

@@ -9,7 +9,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from membrane.messages import message_key, message_time
+from membrane.messages import message_key, message_role, message_time
 
 __all__ = ["CutEvent", "reference_cut", "session_gap", "unit_key"]
 
@@ -59,17 +59,21 @@ def session_gap(before: Mapping[str, Any], after: Mapping[str, Any], ttl: float)
     return then is not None and now is not None and now - then > ttl
 
 
-def unit_key(messages: Sequence[Mapping[str, Any]]) -> bytes:
+def unit_key(messages: Sequence[Mapping[str, Any]], texts: Sequence[str] | None = None) -> bytes:
     """A 16-byte digest of the messages' roles and texts (BLAKE2b, each field length-prefixed).
 
     A digest, not the texts: a tracker lives as long as its conversation, and keeping the
     texts would keep every message a caller ever passed (a server reads each turn's history
-    afresh) alive with it.
+    afresh) alive with it. ``texts``: the messages' :func:`message_text`, when known.
     """
-    digest = hashlib.blake2b(digest_size=16)
-    for message in messages:
-        for field_text in message_key(message):
+    if texts is None:
+        keys = [message_key(message) for message in messages]
+    else:
+        keys = [(message_role(m), t) for m, t in zip(messages, texts, strict=True)]
+    parts: list[bytes] = []
+    for key in keys:
+        for field_text in key:
             data = field_text.encode("utf-8", "surrogatepass")
-            digest.update(len(data).to_bytes(8, "little"))
-            digest.update(data)
-    return digest.digest()
+            parts += (len(data).to_bytes(8, "little"), data)
+    # One update with the joined parts: the digest of what one update per part would give.
+    return hashlib.blake2b(b"".join(parts), digest_size=16).digest()
