@@ -8,34 +8,64 @@ from typing import Any
 
 from membrane import ContextCompiler
 from membrane.off_loop import ON_LOOP_CHARS, inputs_are_large
+from membrane.state import InMemoryStateStore
 
 
-def _thread_of_compile(compiler: ContextCompiler, user_message: str, **kwargs: Any) -> bool:
-    """True when ``compile_async`` ran the compile on the event loop's own thread."""
-    ran_on: list[int] = []
-    compiler.metrics_callback = lambda _m: ran_on.append(threading.get_ident())
+def _place_of_compile(compiler: ContextCompiler, user_message: str, **kwargs: Any) -> str:
+    """Where ``compile_async`` ran the compile: "loop", "worker" (the shared compile worker)
+    or "thread" (a thread of its own)."""
+    ran_on: list[threading.Thread] = []
+    compiler.metrics_callback = lambda _m: ran_on.append(threading.current_thread())
 
-    async def run() -> int:
+    async def run() -> threading.Thread:
         await compiler.compile_async([], user_message, **kwargs)
-        return threading.get_ident()
+        return threading.current_thread()
 
     loop_thread = asyncio.run(run())
-    return ran_on == [loop_thread]
+    (thread,) = ran_on
+    if thread is loop_thread:
+        return "loop"
+    return "worker" if thread.name.startswith("membrane-compile") else "thread"
 
 
 def test_a_small_compile_runs_on_the_loop() -> None:
-    assert _thread_of_compile(ContextCompiler(2000), "hello", conversation_id="c")
+    assert _place_of_compile(ContextCompiler(2000), "hello", conversation_id="c") == "loop"
 
 
-def test_a_large_pasted_message_compiles_in_a_worker_thread() -> None:
+def test_a_large_pasted_message_compiles_on_the_compile_worker() -> None:
     pasted = "The build failed at step four. " * (2 * 2**20 // 31)  # about 2 MB
-    assert not _thread_of_compile(ContextCompiler(200_000), pasted, conversation_id="c")
+    compiler = ContextCompiler(200_000)
+    assert _place_of_compile(compiler, pasted, conversation_id="c") == "worker"
 
 
-def test_a_long_history_compiles_in_a_worker_thread() -> None:
+def test_a_long_history_compiles_on_the_compile_worker() -> None:
     history = [{"role": "user", "content": f"note {i}"} for i in range(1_000)]
     compiler = ContextCompiler(2000)
-    assert not _thread_of_compile(compiler, "q", conversation_messages=history)
+    assert _place_of_compile(compiler, "q", conversation_messages=history) == "worker"
+
+
+def test_every_compiler_shares_one_compile_worker() -> None:
+    history = [{"role": "user", "content": f"note {i}"} for i in range(1_000)]
+    names = set()
+    for _ in range(3):
+        compiler = ContextCompiler(2000)
+        seen: list[str] = []
+        compiler.metrics_callback = lambda _m, seen=seen: seen.append(
+            threading.current_thread().name
+        )
+        asyncio.run(compiler.compile_async([], "q", conversation_messages=history))
+        names.update(seen)
+    assert len(names) == 1 and names.pop().startswith("membrane-compile")
+
+
+def test_a_compile_with_a_networked_store_waits_in_a_thread_of_its_own() -> None:
+    """A store that may wait on the network never holds the compile worker (or the loop)."""
+
+    class NetworkedStore(InMemoryStateStore):
+        """Any store other than the in-process one counts as networked."""
+
+    compiler = ContextCompiler(2000, state_store=NetworkedStore())
+    assert _place_of_compile(compiler, "hello", conversation_id="c") == "thread"
 
 
 def test_the_bound_counts_every_text_a_compile_reads() -> None:

@@ -231,7 +231,7 @@ class ContextCompiler:
         ``compress_async`` (awaited holding no lock) summarises memories over
         ``MEMORY_PREFLIGHT_TOKEN_THRESHOLD`` tokens, cached in a ``redis.asyncio``
         ``redis_client`` per ``conversation_id`` (``metadata["preflight_cache"]``)."""
-        from membrane.off_loop import is_heavy, run_off_loop  # async callers only
+        from membrane.off_loop import run_off_loop, where_to_run  # async callers only
         from membrane.stages.preflight import PreflightCache, async_analyst, summarise_middle
 
         cache = PreflightCache.for_call(redis_client, kwargs, self._scope.namespace)
@@ -245,8 +245,9 @@ class ContextCompiler:
             done, outcome = await summarise_middle(analyst, raw, target, user_message, cache)
             kwargs["compress_sync"] = lambda _r, _t, _q: done
         compile_now = partial(self.compile, memories, user_message, **kwargs)
-        heavy = is_heavy(self._locks, memories, user_message, kwargs)  # after any await
-        result = await run_off_loop(self.state_store, compile_now, heavy=heavy)
+        # Placed after any await: the conversation's lock may have been taken meanwhile.
+        place = where_to_run(self.state_store, self._locks, memories, user_message, kwargs)
+        result = await run_off_loop(compile_now, place)
         report = replace(result.report, preflight_cache=outcome)
         return result if outcome is None else result.with_report(report)
 

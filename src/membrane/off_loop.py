@@ -1,18 +1,29 @@
 """Running a compile from async code without stalling the caller's event loop.
 
-:meth:`membrane.ContextCompiler.compile_async` runs a compile in a worker thread
-(:func:`asyncio.to_thread`) when it could hold the loop: when its store may wait on the
-network, when its inputs are larger than :data:`ON_LOOP_CHARS` (a pasted 2 MB message is
-seconds of CPU), or when another compile of the same conversation is running (this one would
-wait for its lock). Otherwise a compile costs about a millisecond, less than the hand-off to a
-thread and back, and runs on the loop. Compiles of one conversation still take turns: the
-thread holds the conversation's lock as any caller does.
+:meth:`membrane.ContextCompiler.compile_async` picks one of three places for a compile
+(:func:`where_to_run`):
+
+- a thread of its own (:func:`asyncio.to_thread`) when the compile will *wait*: its store may
+  wait on the network, or another compile of the same conversation is running (this one waits
+  for its lock);
+- the process's compile worker, one thread shared by every compiler, when it will *compute*
+  for long: its inputs are larger than :data:`ON_LOOP_CHARS` (a pasted 2 MB message is
+  seconds of CPU). Under the GIL more threads add no speed to CPU-bound work, only more
+  threads for the loop to compete with: with one worker, the loop waits for the GIL behind one
+  thread, not dozens;
+- the loop itself otherwise, after yielding to it once: such a compile costs about a
+  millisecond, less than a hand-off to a thread and back.
+
+Compiles of one conversation still take turns: the compiling thread holds the conversation's
+lock as any caller does.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal, Protocol, TypeVar
 
 from membrane.state import InMemoryStateStore, StateStore
 from membrane.state.keys import DEFAULT_CONVERSATION
@@ -20,9 +31,10 @@ from membrane.state.keys import DEFAULT_CONVERSATION
 __all__ = [
     "MESSAGE_CHARS",
     "ON_LOOP_CHARS",
+    "Place",
     "inputs_are_large",
-    "is_heavy",
     "run_off_loop",
+    "where_to_run",
 ]
 
 R = TypeVar("R")
@@ -66,28 +78,47 @@ class _Locks(Protocol):
     def busy(self, key: Hashable) -> bool: ...
 
 
-def is_heavy(
-    locks: _Locks, memories: Sequence[object], user_message: str, kwargs: Mapping[str, Any]
-) -> bool:
-    """True when a compile should leave the loop: its conversation's lock is taken (by the
-    conversation's id, as the compiler takes it) or its inputs are large."""
+#: Where a compile runs: on the event loop, on the compile worker, or in a thread of its own.
+Place = Literal["loop", "worker", "thread"]
+
+
+def where_to_run(
+    store: StateStore,
+    locks: _Locks,
+    memories: Sequence[object],
+    user_message: str,
+    kwargs: Mapping[str, Any],
+) -> Place:
+    """Where ``compile_async`` runs a compile (see the module)."""
     conversation = kwargs.get("conversation_id")
     key = DEFAULT_CONVERSATION if conversation is None else conversation
-    return locks.busy(key) or inputs_are_large(memories, user_message, kwargs)
+    if type(store) is not InMemoryStateStore or locks.busy(key):
+        return "thread"
+    return "worker" if inputs_are_large(memories, user_message, kwargs) else "loop"
 
 
-async def run_off_loop(store: StateStore, call: Callable[[], R], *, heavy: bool = False) -> R:
-    """``call()``, a compile that reads and writes ``store``, without blocking the event loop.
+_worker: ThreadPoolExecutor | None = None
+_worker_lock = threading.Lock()
 
-    It runs right here only when the store is the in-process one (no I/O to wait for) and the
-    compile is not ``heavy`` (see the module), after yielding to the loop once; otherwise in a
-    worker thread, the loop serving other tasks meanwhile.
-    """
+
+def _compile_worker() -> ThreadPoolExecutor:
+    global _worker
+    with _worker_lock:
+        if _worker is None:
+            _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="membrane-compile")
+        return _worker
+
+
+async def run_off_loop(call: Callable[[], R], place: Place) -> R:
+    """``call()``, a compile, at ``place`` (from :func:`where_to_run`), the loop serving other
+    tasks meanwhile."""
     import asyncio  # here, not at import: a process that never awaits a compile skips it
 
-    if type(store) is InMemoryStateStore and not heavy:
+    if place == "loop":
         # Let the loop run what is due first: a task compiling turn after turn on the loop
         # would otherwise never suspend, and timers would wait for its whole run.
         await asyncio.sleep(0)
         return call()
+    if place == "worker":
+        return await asyncio.get_running_loop().run_in_executor(_compile_worker(), call)
     return await asyncio.to_thread(call)
