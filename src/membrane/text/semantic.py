@@ -16,11 +16,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, Future, wait
+from typing import TYPE_CHECKING
 
 from membrane.errors import InvalidInputError
 from membrane.text._vectors import Packed, pack, similarities
 from membrane.text.relevance import asked_text
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
 
 __all__ = [
     "BACKGROUND_BATCH",
@@ -76,6 +79,8 @@ def check_background(executor: object, wait_seconds: object) -> None:
     ``executor``: None or a :class:`concurrent.futures.Executor`; ``wait_seconds``: None (wait
     as long as it takes) or a number of seconds, 0 or more.
     """
+    from concurrent.futures import Executor  # here: a compiler without meaning never needs it
+
     if executor is not None and not isinstance(executor, Executor):
         raise InvalidInputError(
             f"executor must be a concurrent.futures.Executor or None, got {executor!r}",
@@ -108,6 +113,8 @@ class SemanticRanker:
         self._cache: OrderedDict[str, Packed] = OrderedDict()
         self._pending: dict[str, Future[None]] = {}
         self._lock = threading.Lock()
+        from concurrent.futures import Executor
+
         executor = getattr(embedder, "executor", None)
         self.executor: Executor | None = executor if isinstance(executor, Executor) else None
         wait_seconds = getattr(embedder, "wait_seconds", EMBED_WAIT_SECONDS)
@@ -155,6 +162,8 @@ class SemanticRanker:
         with self._lock:
             futures = {self._pending[t] for t in texts if t in self._pending}
         if futures:
+            from concurrent.futures import wait
+
             wait(futures, timeout=timeout)
         for future in futures:
             if future.done():
