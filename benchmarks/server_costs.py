@@ -14,7 +14,8 @@ worker, the event loop.
   128k and 900k-token budgets, against LangChain ``trim_messages`` with memoised counts (every
   turn) and with fresh counts (every k-th turn: a fresh count of a long history is slow),
   timed back to back in the same run. ``--meaning`` adds a Membrane compiler with
-  ``embedder=membrane.lod.local_embedder()`` on the same turns (the ``embed`` extra).
+  ``embedder=membrane.lod.local_embedder(executor=...)`` (one background thread) on the same
+  turns (the ``embed`` extra).
 - ``join``: a new compiler's first compile of a 1,000-message conversation (no saved state:
   it replays), against ``trim_messages`` with fresh counts; each sample a new process.
 - ``loop``: how late a 1 ms timer fires on an event loop serving 50 conversations at once
@@ -233,11 +234,14 @@ def _warm_up(embedder: Any = None) -> None:
 
 
 def _meaning_embedder() -> Any:
-    """``local_embedder()`` for the ``--meaning`` column, or None when the extra is missing."""
+    """``local_embedder()`` for the ``--meaning`` column, set up as docs/lod.md advises for a
+    server (one background thread embeds messages as they arrive), or None without the extra."""
     try:
+        from concurrent.futures import ThreadPoolExecutor
+
         from membrane.lod import local_embedder
 
-        return local_embedder()
+        return local_embedder(executor=ThreadPoolExecutor(max_workers=1))
     except Exception as exc:  # any failure just leaves the column out
         print(f"  --meaning: no local embedder ({exc})", file=sys.stderr)
         return None

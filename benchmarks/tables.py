@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._report import fmt_ms, fmt_num, fmt_pct, markdown_table, read_result
+from benchmarks._server_tables import server_costs_tables, slow_inputs_tables
 
 __all__ = [
     "ORDER",
@@ -432,6 +433,8 @@ _TITLES = {
     "cache_savings": "Prompt-cache savings",
     "compile_speed": "Compile time",
     "conversations": "Multi-session conversations",
+    "server_costs": "Server costs",
+    "slow_inputs": "Large inputs",
 }
 
 _SUITES: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -440,6 +443,8 @@ _SUITES: dict[str, Callable[[dict[str, Any]], str]] = {
     "cache_savings": cache_savings_tables,
     "compile_speed": compile_speed_tables,
     "conversations": _conversations_tables,
+    "server_costs": server_costs_tables,
+    "slow_inputs": slow_inputs_tables,
 }
 
 

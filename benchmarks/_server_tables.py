@@ -1,0 +1,220 @@
+"""Markdown tables for the server-cost suites (``server_costs`` and ``slow_inputs``).
+
+Each suite's first table checks the figures against the targets of the issue that asked for
+them; the others give the rows behind it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks._report import fmt_ms, fmt_num, markdown_table
+
+__all__ = ["server_costs_tables", "slow_inputs_tables"]
+
+MEMORY_OVER_TEXT = 3.0
+RSS_OVER_BOUND = 1.25
+IMPORT_RATIO = 2.0
+FIRST_COMPILE_RATIO = 1.5
+P99_OVER_MEDIAN = 10.0
+JOIN_RATIO = 10.0
+MEANING_P99_RATIO = 3.0
+SLOW_INPUT_SECONDS = 5.0
+
+
+def _met(ok: bool) -> str:
+    return "yes" if ok else "**no**"
+
+
+def _x(value: float) -> str:
+    return f"{value:.2f}×"
+
+
+def _target_rows(payload: dict[str, Any]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for row in payload.get("memory", []):
+        ratio = row["state_over_text"]
+        what = f"Kept per conversation, {row['messages']:,} messages, against its text"
+        rows.append([what, f"<= {MEMORY_OVER_TEXT:g}×", _x(ratio), _met(ratio <= MEMORY_OVER_TEXT)])
+    for row in payload.get("rss", []):
+        ratio = row["rss_growth_over_bound"]
+        what = (
+            f"RSS growth over {row['conversations']} chats, `cache_bytes` "
+            f"{row['cache_bytes'] / 2**20:g} MiB, against the bound"
+        )
+        rows.append([what, f"<= {RSS_OVER_BOUND:g}×", _x(ratio), _met(ratio <= RSS_OVER_BOUND)])
+    cold = payload.get("cold_start")
+    if cold:
+        ratio = cold["import"]["ratio"]
+        rows.append(
+            [
+                "`import membrane` / `import tiktoken`",
+                f"<= {IMPORT_RATIO:g}×",
+                _x(ratio),
+                _met(ratio <= IMPORT_RATIO),
+            ]
+        )
+        ratio = cold["first_compile"]["ratio"]
+        rows.append(
+            [
+                "First compile / tiktoken loading `cl100k_base`",
+                f"<= {FIRST_COMPILE_RATIO:g}×",
+                _x(ratio),
+                _met(ratio <= FIRST_COMPILE_RATIO),
+            ]
+        )
+    for row in payload.get("tail", []):
+        ratio = row["membrane"]["p99_over_median"]
+        rows.append(
+            [
+                f"Per-turn p99 / median, {row['budget']:,} tokens",
+                f"<= {P99_OVER_MEDIAN:g}×",
+                _x(ratio),
+                _met(ratio <= P99_OVER_MEDIAN),
+            ]
+        )
+        meaning = row.get("membrane_meaning")
+        if meaning:
+            ratio = meaning["p99_ms"] / row["membrane"]["p99_ms"]
+            rows.append(
+                [
+                    f"Per-turn p99 with `local_embedder(executor=...)` / without, "
+                    f"{row['budget']:,} tokens",
+                    f"<= {MEANING_P99_RATIO:g}×",
+                    _x(ratio),
+                    _met(ratio <= MEANING_P99_RATIO),
+                ]
+            )
+    join = payload.get("joining_worker")
+    if join:
+        ratio = join["ratio_cpu"]
+        rows.append(
+            [
+                f"New compiler's first compile of {join['messages']:,} messages / "
+                "`trim_messages` with fresh counts",
+                f"<= {JOIN_RATIO:g}×",
+                _x(ratio),
+                _met(ratio <= JOIN_RATIO),
+            ]
+        )
+    return rows
+
+
+def _memory_table(payload: dict[str, Any]) -> str:
+    rows = [
+        [
+            fmt_num(row["messages"]),
+            fmt_num(row["text_bytes"] / 1024),
+            fmt_num(row["state_bytes"] / 1024),
+            _x(row["state_over_text"]),
+            fmt_num(row["total_bytes"] / 1024),
+        ]
+        for row in payload.get("memory", [])
+    ]
+    header = ["Messages", "Text KiB", "Kept KiB", "Kept / text", "With the shared memos, KiB"]
+    return markdown_table(header, rows, "rrrrr")
+
+
+def _tail_table(payload: dict[str, Any]) -> str:
+    rows = []
+    for row in payload.get("tail", []):
+        m, memo, fresh = row["membrane"], row["memoised"], row["fresh"]
+        rows.append(
+            [
+                fmt_num(row["budget"]),
+                fmt_ms(m["median_ms"]),
+                fmt_ms(m["p95_ms"]),
+                fmt_ms(m["p99_ms"]),
+                fmt_ms(m["max_ms"]),
+                fmt_ms(memo["median_ms"]),
+                fmt_ms(fresh["median_ms"]),
+                fmt_ms(row["membrane_meaning"]["p99_ms"]) if "membrane_meaning" in row else "–",
+            ]
+        )
+    header = [
+        "Budget",
+        "Median ms",
+        "p95",
+        "p99",
+        "Max",
+        "`trim_messages` memoised, median",
+        "fresh counts, median",
+        "p99 with meaning",
+    ]
+    return markdown_table(header, rows, "rrrrrrrr")
+
+
+def _other_rows(payload: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    cold = payload.get("cold_start")
+    if cold:
+        imp, first = cold["import"], cold["first_compile"]
+        rows.append(
+            [
+                "`import membrane` / `import tiktoken`",
+                f"{fmt_ms(imp['import_membrane_ms_median'])} / "
+                f"{fmt_ms(imp['import_tiktoken_ms_median'])} ms",
+            ]
+        )
+        rows.append(
+            [
+                "First compile / loading `cl100k_base`",
+                f"{fmt_ms(first['first_compile_ms_median'])} / "
+                f"{fmt_ms(first['load_cl100k_ms_median'])} ms",
+            ]
+        )
+    join = payload.get("joining_worker")
+    if join:
+        rows.append(
+            [
+                f"Joining worker, {join['messages']:,} messages / `trim_messages` fresh",
+                f"{fmt_ms(join['membrane_cpu_ms_median'])} / "
+                f"{fmt_ms(join['langchain_fresh_cpu_ms_median'])} ms CPU",
+            ]
+        )
+    for row in payload.get("rss", []):
+        rows.append(
+            [
+                f"RSS growth, {row['conversations']} chats, bound "
+                f"{row['bound_bytes'] / 2**20:g} MiB",
+                f"{row['rss_growth_bytes'] / 2**20:.1f} MiB",
+            ]
+        )
+    loop = payload.get("event_loop")
+    if loop:
+        rows.append(
+            [
+                f"Event-loop lag, {loop['conversations']} conversations at once "
+                "(median / p99 / max)",
+                f"{fmt_ms(loop['lag_median_ms'])} / {fmt_ms(loop['lag_p99_ms'])} / "
+                f"{fmt_ms(loop['lag_max_ms'])} ms",
+            ]
+        )
+    return rows
+
+
+def server_costs_tables(payload: dict[str, Any]) -> str:
+    parts = [
+        markdown_table(["What", "Target", "Measured", "Met"], _target_rows(payload), "llrl"),
+        _memory_table(payload),
+        _tail_table(payload),
+        markdown_table(["What", "Measured"], _other_rows(payload), "lr"),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def slow_inputs_tables(payload: dict[str, Any]) -> str:
+    rows = []
+    for name, case in payload["cases"].items():
+        seconds = case["wall_s_median"]
+        rows.append(
+            [
+                f"`{name}`",
+                fmt_num(case["chars"] / 1e6, 1),
+                f"{seconds:.2f}",
+                f"< {SLOW_INPUT_SECONDS:g}",
+                _met(seconds < SLOW_INPUT_SECONDS),
+            ]
+        )
+    header = ["Case", "Million characters", "First compile, s (median)", "Target", "Met"]
+    return markdown_table(header, rows, "lrrrl") + "\n"
