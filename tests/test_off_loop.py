@@ -124,3 +124,23 @@ def test_a_task_compiling_turn_after_turn_lets_other_tasks_run_between_compiles(
     # Between the first and the last compile the other task ran: the compiles interleaved.
     first, last = order.index("compile"), len(order) - 1 - order[::-1].index("compile")
     assert "other" in order[first:last]
+
+
+def test_a_compile_on_the_worker_sees_the_callers_context_variables() -> None:
+    import contextvars
+
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id")
+    history = [{"role": "user", "content": f"note {i}"} for i in range(1_000)]
+    compiler = ContextCompiler(2000)
+    seen: list[tuple[str, str]] = []
+    compiler.metrics_callback = lambda _m: seen.append(
+        (threading.current_thread().name, request_id.get("unset"))
+    )
+
+    async def run() -> None:
+        request_id.set("req-42")
+        await compiler.compile_async([], "q", conversation_messages=history)
+
+    asyncio.run(run())
+    ((thread, value),) = seen
+    assert thread.startswith("membrane-compile") and value == "req-42"

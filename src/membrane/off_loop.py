@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, Literal, Protocol, TypeVar
 
 from membrane.state import InMemoryStateStore, StateStore
@@ -120,5 +121,10 @@ async def run_off_loop(call: Callable[[], R], place: Place) -> R:
         await asyncio.sleep(0)
         return call()
     if place == "worker":
-        return await asyncio.get_running_loop().run_in_executor(_compile_worker(), call)
+        import contextvars
+
+        # As asyncio.to_thread does: the compile sees the caller's context variables (a
+        # tracing span, a request id read by a metrics callback).
+        run = partial(contextvars.copy_context().run, call)
+        return await asyncio.get_running_loop().run_in_executor(_compile_worker(), run)
     return await asyncio.to_thread(call)
