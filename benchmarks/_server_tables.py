@@ -163,6 +163,14 @@ def _other_rows(payload: dict[str, Any]) -> list[list[str]]:
                 f"{fmt_ms(first['load_cl100k_ms_median'])} ms",
             ]
         )
+    total = cold.get("total") if cold else None
+    if total:
+        rows.append(
+            [
+                "Cold start in all: import and first compile / import and load",
+                f"{fmt_ms(total['membrane_ms'])} / {fmt_ms(total['tiktoken_ms'])} ms",
+            ]
+        )
     join = payload.get("joining_worker")
     if join:
         rows.append(
