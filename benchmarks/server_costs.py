@@ -2,7 +2,7 @@
 worker, the event loop.
 
     python -m benchmarks.server_costs [--quick] [--parts memory,rss,cold,tail,join,loop]
-                                      [--meaning] [--no-write]
+                                      [--meaning] [--merge] [--no-write]
 
 - ``memory``: bytes the compiler keeps per conversation of 100 / 1,000 / 10,000 long messages,
   against the conversation's text (``benchmarks/_server_memory.py``), each in a fresh process.
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._long_messages import long_message_chat
-from benchmarks._report import machine, write_result
+from benchmarks._report import machine, read_result, write_result
 from benchmarks._runner import percentile
 from benchmarks._suite import command_line
 
@@ -353,6 +353,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--parts", default=",".join(PARTS), help="comma-separated parts")
     parser.add_argument("--meaning", action="store_true", help="a column with local_embedder()")
     parser.add_argument("--no-write", action="store_true", help="print only, write no JSON")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="replace only the parts run in the existing results file (each part keeps the "
+        "command, commit and date that made it under parts_run)",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -364,8 +370,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"unknown parts {sorted(unknown)}; known: {', '.join(PARTS)}")
     quick = args.quick
     t0 = time.perf_counter()
-    payload: dict[str, Any] = {"suite": "server_costs", "command": command_line()}
-    payload["machine"] = machine()
+    previous = read_result("server_costs") if args.merge else None
+    payload: dict[str, Any] = previous or {}
+    payload.update({"suite": "server_costs", "command": command_line(), "machine": machine()})
+    made = {"command": payload["command"], "git_commit": payload["machine"]["git_commit"]}
+    made["date"] = payload["machine"]["date"]
+    payload.setdefault("parts_run", {}).update({part: made for part in parts})
     if "memory" in parts:
         payload["memory"] = memory((100, 1_000) if quick else (100, 1_000, 10_000))
     if "rss" in parts:
