@@ -130,6 +130,7 @@ _TWIN_SOURCES = {
 _TWINS = str.maketrans({twin: ascii for ascii, twins in _TWIN_SOURCES.items() for twin in twins})
 _SKIPPED_CATEGORIES = frozenset({"Cc", "Cf", "Mn", "Me", "Zl", "Zp", "Zs"})
 _LINE_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
+_BREAK = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")  # looked for first: see one_line
 
 
 @functools.lru_cache(maxsize=4096)
@@ -274,6 +275,8 @@ def _header_start(text: str, start: int) -> tuple[int | None, int]:
     The run is read by pattern over the usual dashes and blanks; a character the pattern
     does not list is folded, so every dash and skipped character the fold knows still counts.
     """
+    if (after := text[start + 1 : start + 2]).isascii() and after.isalnum():
+        return None, start + 1  # a dash in a word ("8NP4-S7", "follow-up") opens no header
     dashes: list[int] = []
     i = start
     while True:
@@ -296,7 +299,9 @@ def _header_start(text: str, start: int) -> tuple[int | None, int]:
 def one_line(text: str) -> str:
     """``text`` neutralised and on one line: each line break, with the spaces around it, is
     one space."""
-    return neutralise(_LINE_BREAK.sub(" ", text).strip())
+    if not (text.isascii() and text.isprintable()) and _BREAK.search(text) is not None:
+        text = _LINE_BREAK.sub(" ", text)
+    return neutralise(text.strip())
 
 
 _BACKTICKS = re.compile("`+")

@@ -95,9 +95,9 @@ def test_a_long_replay_reads_words_and_sentences_without_the_memos(
     """The memoised readers are not called for the replayed messages (the sentence splitter
     only for the few messages the index looks at in the end)."""
     calls = {"words": 0, "split": 0}
-    words, split = cut.content_word_set, sentences._split
+    words, split = cut.content_words, sentences._split
 
-    def counted_words(text: str) -> frozenset[str]:
+    def counted_words(text: str) -> tuple[str, ...]:
         calls["words"] += 1
         return words(text)
 
@@ -105,7 +105,7 @@ def test_a_long_replay_reads_words_and_sentences_without_the_memos(
         calls["split"] += 1
         return split(text)
 
-    monkeypatch.setattr(cut, "content_word_set", counted_words)
+    monkeypatch.setattr(cut, "content_words", counted_words)
     monkeypatch.setattr(sentences, "_split", counted_split)
     tracker = _tracker(tiktoken_count)
     history = _history(300)
@@ -113,12 +113,12 @@ def test_a_long_replay_reads_words_and_sentences_without_the_memos(
     tracker.update(history, "h")
     assert calls["words"] == 0
     assert calls["split"] < len(history) // 10
-    # A later turn reads its new messages through the memos (an answer by its words, a
-    # question by its sentences).
+    # A later turn reads its new messages through the memos, sentence by sentence: the
+    # question and the answer, two sentences each.
     calls["split"] = 0
     tracker.update([*history, *_history(2)], "h")
-    assert calls["words"] == 1
-    assert calls["split"] >= 1
+    assert calls["words"] == 4
+    assert calls["split"] >= 2
 
 
 def test_count_each_gives_the_counts_the_memo_gives() -> None:

@@ -32,7 +32,6 @@ from membrane.messages import (
     group_units,
     history_text,
     is_call_stub,
-    message_role,
     message_text,
     speaker_label,
     tool_call_labels,
@@ -53,7 +52,6 @@ from membrane.stages.history._speakers import NO_WRITERS, Writers
 from membrane.stages.history._units import CutEvent, reference_cut, session_gap, unit_key
 from membrane.text.relevance import (
     TermStats,
-    content_word_set,
     content_words,
     distinct_content_words,
 )
@@ -217,8 +215,8 @@ class HistoryTracker:
             self.bounds.append((start, stop))
             self.unit_tokens.append(tokens)
             self.unit_keys.append(unit_key(span, span_texts))
-            for message, text in zip(span, span_texts, strict=True):
-                self._add_words(message, text, deferred)
+            for text in span_texts:
+                self._add_words(text, deferred)
             self.kept_tokens += tokens
             self.total_tokens += tokens
             self.session_tokens += tokens
@@ -250,18 +248,14 @@ class HistoryTracker:
             return list(fresh)
         return [next(fresh) if n is None else n for n in given]
 
-    def _add_words(
-        self, message: Mapping[str, Any], text: str, deferred: DeferredLines | None
-    ) -> None:
+    def _add_words(self, text: str, deferred: DeferredLines | None) -> None:
         """Add a new message's content words to the statistics (a long replay notes them)."""
         if deferred is not None:  # read once: no memo
             deferred.add_words(distinct_content_words(text))
-        elif message_role(message) == "user":
-            # Last turn's question: the words of its sentences are memoised already (the set
-            # is the same as the whole text's, read in one pass).
-            self.stats.add_words(_sentence_words(text))
         else:
-            self.stats.add_words(content_word_set(text))
+            # Read by sentence (as a set, the whole text's words): the window's check reads
+            # the same sentences' words this turn, and last turn's question has them already.
+            self.stats.add_words(_sentence_words(text))
 
     def _deferral(self, new: int) -> DeferredLines | None:
         """Whether this update is a long replay whose index lines are made at its end."""
