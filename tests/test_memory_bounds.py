@@ -42,6 +42,10 @@ def _chat(messages: int, seed: int) -> list[dict[str, Any]]:
 def _traced(run: Any) -> tuple[Any, int]:
     """What ``run()`` returns, and the bytes still traced once the memos are emptied."""
     count_tokens("The encoding is loaded before anything is traced.")
+    # So are the compiler's modules: they load on first use, once per process.
+    warm = ContextCompiler(1_000, model_id="openai/gpt-4o")  # the capability map too
+    warm.compile([], "Warm up.", conversation_messages=_chat(4, seed=99))
+    clear_memos()
     gc.collect()
     tracemalloc.start()
     try:
@@ -127,3 +131,21 @@ def test_cache_bytes_is_an_option_with_a_default() -> None:
     assert ContextCompiler(1_000, cache_bytes=0).cache_bytes == 0
     with pytest.raises(InvalidInputError, match="cache_bytes"):
         ContextCompiler(1_000, cache_bytes=-1)
+
+
+def test_the_proofs_of_validated_histories_are_bounded_by_their_share() -> None:
+    """What each conversation's last validation proved (a hash state and the pickled messages
+    after the last whole chunk) is a cache like the others: a twentieth of three quarters of
+    ``cache_bytes``, counted generously."""
+    cache = 512 * 1024
+    compiler = ContextCompiler(1_500, token_scale=1.0, cache_bytes=cache)
+    for n in range(40):
+        chat = _chat(60, seed=n)
+        compiler.compile([], "And then?", conversation_messages=chat, conversation_id=f"c{n}")
+    proofs = compiler._window.proofs
+    share = (cache - cache // 4) // 20
+    assert 0 < proofs.total_bytes <= share
+    assert len(proofs) < 40  # the bound made room by dropping the oldest
+    kept = [proofs.get(f"c{n}") for n in range(40)]
+    assert kept[-1] is not None and kept[0] is None
+    assert all(p.held_bytes() > len(p.content.tail) for p in kept if p and p.content)

@@ -14,8 +14,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from membrane import config
-from membrane.compile_state import KeyedLocks, LRUCache, StateScope, StoreNotes
-from membrane.messages import CheckedPrefix, HistoryVersion, Message
+from membrane.compile_state import KeyedLocks, StateScope, StoreNotes
+from membrane.messages import HistoryVersion, Message
 from membrane.profile import Watch, start_watch
 from membrane.providers.usage import checked_prompt_tokens, prompt_tokens_from_usage
 from membrane.records import TextCapSetting
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CompileMetrics", "CompileResult", "ContextCompiler", "CostQuote", "Embedder", "Region"]
 
-_MAX_CONVERSATIONS = 512
 # Constructor arguments that are objects to use rather than settings to check.
 _OBJECT_ARGUMENTS = frozenset(
     {"self", "embedder", "metrics_callback", "tokenizer_registry", "state_store"}
@@ -118,8 +117,6 @@ class ContextCompiler:
         self._counters = CounterChoice(model_id, tokenizer_registry, token_counter, cache_bytes)
         self._window, self._turns = WindowPlanner(cache_bytes), TurnFreezer()
         self._semantic = SemanticRanker(embedder) if embedder is not None else None
-        # Per conversation: what its last validated history proved (see check_history).
-        self._checked: LRUCache[str, CheckedPrefix] = LRUCache(_MAX_CONVERSATIONS)
         self._locks = KeyedLocks()
 
     def __getattr__(self, name: str) -> Any:
@@ -258,7 +255,6 @@ class ContextCompiler:
             forget_conversation(self.state_store, conversation_id, self._scope.namespace)
             self._window.forget(conversation_id)
             self._turns.forget(conversation_id)
-            self._checked.discard_where(lambda c: c == conversation_id)
 
     @contextmanager
     def held_history(self, conversation_id: str) -> Iterator[tuple[Tracker | None, Counter]]:
@@ -311,9 +307,11 @@ class ContextCompiler:
     def _request(self, args: CompileArgs, notes: StoreNotes) -> CompileRequest:
         """The checked request: the model's scale read from the store, then the arguments."""
         counter = self._counters.for_call(args.options.tokenizer_registry)
-        request = normalise(args, self.settings, counter, self._scale(notes), self._checked.get)
+        request = normalise(
+            args, self.settings, counter, self._scale(notes), self._window.proofs.get
+        )
         if request.history.proof is not None:
-            self._checked.put(request.history.conversation, request.history.proof)
+            self._window.proofs.put(request.history.conversation, request.history.proof)
         return request
 
     def _scale(self, notes: StoreNotes) -> tuple[float, int]:

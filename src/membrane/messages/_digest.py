@@ -37,6 +37,11 @@ HistoryVersion = int | str
 _CHUNK = 128
 # The largest pickled partial chunk a proof keeps to compare bytes with (see _Content).
 _KEEP_TAIL = 64 << 10
+# What a proof holds besides its tail (see CheckedPrefix.held_bytes): the proof and its set,
+# a call id (a short string and its slot), the content's objects with a SHA-256 state.
+_PREFIX_BYTES = 400
+_CALL_ID_BYTES = 140
+_CONTENT_BYTES = 600
 # Numbers each validation, so a consumer can tell which one it last read (see ``proves``).
 _SERIALS = itertools.count(1)
 
@@ -92,6 +97,15 @@ class CheckedPrefix:
     def digest(self) -> bytes | None:
         """The digest of the validated messages (:func:`prefix_digest`), or None."""
         return None if self.content is None else self.content.digest()
+
+    def held_bytes(self) -> int:
+        """The bytes this proof holds, counted generously: itself, each tool-call id (its
+        string and its slot in the set), the hash state and the kept pickled tail."""
+        content = self.content
+        kept = 0
+        if content is not None:
+            kept = _CONTENT_BYTES + len(content.tail) + len(content.whole or b"")
+        return _PREFIX_BYTES + _CALL_ID_BYTES * len(self.call_ids) + kept
 
 
 def _pickled(messages: Sequence[object], start: int, stop: int) -> bytes:

@@ -20,7 +20,7 @@ from typing import Any
 
 from membrane import config
 from membrane.compile_state import LRUCache, StateView
-from membrane.messages import Message, is_question, message_text
+from membrane.messages import CheckedPrefix, Message, is_question, message_text
 from membrane.prompt_text import INDEX_HEADER
 from membrane.report import WindowReport
 from membrane.stages.history import (
@@ -118,15 +118,20 @@ class WindowInput:
 class WindowPlanner:
     """Plans each turn's history window; keeps one tracker per conversation between turns.
 
-    Both caches are bounded by entries and by bytes: three quarters of the compiler's
-    ``cache_bytes`` together (a tenth of that for the system texts; :func:`tracker_bytes` counts
-    a tracker), the least recently used leaving first.
+    Its caches are bounded by entries and by bytes: three quarters of the compiler's
+    ``cache_bytes`` together (a tenth of that for the system texts, a twentieth for
+    :attr:`proofs`, what each conversation's last validated history proved; the rest for the
+    trackers, :func:`tracker_bytes` counting one), the least recently used leaving first.
     """
 
     def __init__(self, cache_bytes: int = config.DEFAULT_CACHE_BYTES) -> None:
         held = cache_bytes - cache_bytes // 4
         self._trackers: LRUCache[tuple[str, int, int, str], HistoryTracker] = LRUCache(
-            MAX_CONVERSATIONS, max_bytes=held - held // 10, size=tracker_bytes
+            MAX_CONVERSATIONS, max_bytes=held - held // 10 - held // 20, size=tracker_bytes
+        )
+        #: Per conversation: what its last validated history proved (see check_history).
+        self.proofs: LRUCache[str, CheckedPrefix] = LRUCache(
+            MAX_CONVERSATIONS, max_bytes=held // 20, size=CheckedPrefix.held_bytes
         )
         # Per conversation: the last system text with its index (see _system_text).
         # (The tracker by its serial: a reference would keep a tracker the other cache let go.)
@@ -201,9 +206,10 @@ class WindowPlanner:
         return self._trackers.find(lambda k: k[0] == conversation)
 
     def forget(self, conversation: str) -> None:
-        """Drop what this planner keeps of ``conversation`` (its tracker and system text)."""
+        """Drop what this planner keeps of ``conversation`` (its tracker, system text, proof)."""
         self._trackers.discard_where(lambda k: k[0] == conversation)
         self._system_texts.discard_where(lambda k: k == conversation)
+        self.proofs.discard_where(lambda k: k == conversation)
 
     def _tracker(
         self,
