@@ -134,7 +134,7 @@ def test_forget_erases_the_conversation_from_the_store_and_the_compiler() -> Non
     assert store.get(conversation_key("c")) is None
     assert store.get(conversation_key("other")) is not None  # only that conversation
     assert all(CARD not in line.text for t in _trackers(compiler) for line in t.lines)
-    assert compiler._checked.get("c") is None
+    assert compiler._window.proofs.get("c") is None
     after = compiler.compile([], QUESTION, conversation_messages=history, conversation_id="c")
     assert after.metadata["history_resume"] == "replayed:no_state"
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,7 +50,13 @@ from membrane.stages.history._replay import LONG_REPLAY_MESSAGES, DeferredLines
 from membrane.stages.history._score import score_passages
 from membrane.stages.history._shared import Count
 from membrane.stages.history._speakers import NO_WRITERS, Writers
-from membrane.stages.history._units import CutEvent, reference_cut, session_gap, unit_key
+from membrane.stages.history._units import (
+    CutEvent,
+    UnitBounds,
+    reference_cut,
+    session_gap,
+    unit_key,
+)
 from membrane.text.relevance import (
     TermStats,
     content_words,
@@ -69,8 +76,8 @@ __all__ = [
 ]
 
 # What :meth:`HistoryTracker.held_bytes` counts for each kind of thing a tracker keeps, besides
-# its text, measured (sys.getsizeof) and rounded up: the tracker itself; a unit (its bounds
-# tuple and two ints, its token count, its 16-byte digest, three list slots); a cut event; an
+# its text, measured (sys.getsizeof) and rounded up: the tracker itself; a unit (its bounds and
+# token count, packed in arrays, its 16-byte digest and list slot); a cut event; an
 # index line's object, picks and numbers; a recalled passage's object, number and dict slot;
 # a score kept for the next look-up. Passages and postings count their own bytes.
 _TRACKER_BYTES = 4_000
@@ -79,7 +86,7 @@ _SERIALS = itertools.count()
 MAX_RECALLED_COUNTS = 4096
 # A kept count: the dict slot and the int.
 _COUNT_BYTES = 130
-_UNIT_BYTES = 260
+_UNIT_BYTES = 180
 _EVENT_BYTES = 130
 _LINE_BYTES = 260
 _SCORE_BYTES = 110
@@ -110,8 +117,8 @@ class HistoryTracker:
     count: Count
     overhead: int
     keyframe_tokens: int
-    bounds: list[tuple[int, int]] = field(default_factory=list)
-    unit_tokens: list[int] = field(default_factory=list)
+    bounds: UnitBounds = field(default_factory=UnitBounds)
+    unit_tokens: array[int] = field(default_factory=lambda: array("q"))
     unit_keys: list[bytes] = field(default_factory=list)
     cut: int = 0
     kept_tokens: int = 0

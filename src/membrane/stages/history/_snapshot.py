@@ -25,6 +25,7 @@ the snapshot too.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -44,7 +45,7 @@ from membrane.stages.history._rederive import (
     unit_cost,
 )
 from membrane.stages.history._shared import Count
-from membrane.stages.history._units import CutEvent, unit_key
+from membrane.stages.history._units import CutEvent, UnitBounds, unit_key
 from membrane.text.sketch import TermSketch
 
 __all__ = [
@@ -278,8 +279,8 @@ def restore_tracker(
     share, chunk, overhead, keyframe_tokens, line_room = snapshot.settings
     cut = snapshot.cut
     tracker = HistoryTracker(share, chunk, count, overhead, keyframe_tokens, line_room=line_room)
-    tracker.bounds = bounds
-    tracker.unit_tokens = [0] * cut + kept
+    tracker.bounds = UnitBounds(bounds)
+    tracker.unit_tokens = array("q", [0] * cut + kept)
     tracker.unit_keys = [
         unit_key(messages[a:b]) if u == 0 or u >= cut else b"" for u, (a, b) in enumerate(bounds)
     ]
