@@ -96,3 +96,21 @@ def test_a_tracker_without_a_line_room_files_everything_as_it_drops() -> None:
     tracker.update(history, "h")
     assert type(tracker.postings) is PostingIndex
     assert len(tracker.lines) == len({line.message for line in tracker.lines}) > 50
+
+
+@settings(max_examples=15, deadline=None)
+@given(history=LONG, share=st.integers(60, 600))
+def test_after_its_first_compile_a_replayed_tracker_files_every_passage(
+    history: list[dict[str, Any]], share: int
+) -> None:
+    """Words are found by reading the early passages only in the replay's own compile; the
+    next update files them all (reading them again each turn would cost every later turn),
+    and the postings equal those of a tracker that filed each passage as it dropped."""
+    long = _tracker(share, 400)
+    long.update(history, "h")
+    lazy = long.postings
+    assert isinstance(lazy, LazyPostings) or not long.passages
+    long.update(history, "h")  # the next compile, nothing new
+    assert type(long.postings) is PostingIndex
+    long.forget_lines(400)
+    _same(long, _turn_by_turn(history, share, 400))

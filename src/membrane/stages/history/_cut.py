@@ -205,6 +205,13 @@ class HistoryTracker:
         """
         offset = self.seen_messages
         new = messages[offset:]
+        postings = self.postings
+        if isinstance(postings, LazyPostings):
+            # Finding a word by reading every early passage suits one compile (a joining
+            # worker's first), not every turn after it: from the next compile on, file them.
+            if postings.used:
+                self.postings = postings.filed()
+            postings.used = True
         deferred = self._deferred = self._deferral(len(new))
         texts = [message_text(m) for m in new]
         given = counts[offset:] if counts is not None else None
@@ -238,6 +245,7 @@ class HistoryTracker:
                 self._replay_again(messages, field_name, image_tokens, counts, new_session)
                 return
             self.lines, self.postings = lines, LazyPostings(self.passages, len(self.passages))
+            self.postings.used = True  # by this compile
         self.postings.seal()
 
     def _text_tokens(

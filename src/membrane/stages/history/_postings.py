@@ -275,6 +275,8 @@ class LazyPostings(PostingIndex):
     def __init__(self, passages: PassageList, filed_later: int) -> None:
         super().__init__(passages)
         self._count = filed_later
+        #: Set once a compile has used this index (see :meth:`HistoryTracker.update`).
+        self.used = False
         # The early passages' entries of each word looked up so far.
         self._early: dict[str, list[Entry]] = {}
         # Their ASCII texts lower-cased, each followed by a NUL; where each one starts in it;
@@ -291,6 +293,15 @@ class LazyPostings(PostingIndex):
         if not early and not runs:
             return None
         return posting_of(self._passages.messages, early, runs)
+
+    def filed(self) -> PostingIndex:
+        """An index of the same passages with every one filed, in order (what the tracker
+        would hold had it filed each passage as it was dropped)."""
+        index = PostingIndex(self._passages)
+        for pid, passage in enumerate(self._passages):
+            index.add(pid, passage)
+        index.seal()
+        return index
 
     def bytes(self) -> int:
         early = sum(200 + _ENTRY_BYTES * len(entries) for entries in self._early.values())
