@@ -201,6 +201,20 @@ def _other_rows(payload: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _provenance(payload: dict[str, Any]) -> str:
+    """Which run made each part, when the parts come from more than one (``--merge``)."""
+    runs: dict[tuple[str, str], list[str]] = {}
+    for part, made in payload.get("parts_run", {}).items():
+        runs.setdefault((made["command"], made["git_commit"]), []).append(part)
+    if len(runs) < 2:
+        return ""
+    said = [
+        f"{', '.join(parts)}: `{command}` at commit {commit}"
+        for (command, commit), parts in runs.items()
+    ]
+    return "Parts from separate runs: " + "; ".join(said) + ".\n\n"
+
+
 def server_costs_tables(payload: dict[str, Any]) -> str:
     parts = [
         markdown_table(["What", "Target", "Measured", "Met"], _target_rows(payload), "llrl"),
@@ -208,7 +222,7 @@ def server_costs_tables(payload: dict[str, Any]) -> str:
         _tail_table(payload),
         markdown_table(["What", "Measured"], _other_rows(payload), "lr"),
     ]
-    return "\n\n".join(parts) + "\n"
+    return _provenance(payload) + "\n\n".join(parts) + "\n"
 
 
 def slow_inputs_tables(payload: dict[str, Any]) -> str:
