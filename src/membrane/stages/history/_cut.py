@@ -203,15 +203,9 @@ class HistoryTracker:
         ``counts`` (parallel to ``messages``) are the caller's counts of their texts, used in
         place of counting where not None.
         """
+        self._file_early_passages()
         offset = self.seen_messages
         new = messages[offset:]
-        postings = self.postings
-        if isinstance(postings, LazyPostings):
-            # Finding a word by reading every early passage suits one compile (a joining
-            # worker's first), not every turn after it: from the next compile on, file them.
-            if postings.used:
-                self.postings = postings.filed()
-            postings.used = True
         deferred = self._deferred = self._deferral(len(new))
         texts = [message_text(m) for m in new]
         given = counts[offset:] if counts is not None else None
@@ -271,6 +265,16 @@ class HistoryTracker:
             # Read by sentence (as a set, the whole text's words): the window's check reads
             # the same sentences' words this turn, and last turn's question has them already.
             self.stats.add_words(_sentence_words(text))
+
+    def _file_early_passages(self) -> None:
+        """File the passages a lazy index finds per word, from its second compile on: reading
+        every early passage to find a word suits one compile (a joining worker's first), not
+        every turn after it."""
+        postings = self.postings
+        if isinstance(postings, LazyPostings):
+            if postings.used:
+                self.postings = postings.filed()
+            postings.used = True
 
     def _deferral(self, new: int) -> DeferredLines | None:
         """Whether this update is a long replay whose index lines are made at its end."""
