@@ -62,6 +62,23 @@ MAX_MEMORIES = 500_000
 MAX_TEXT_CHARS = 50_000_000
 
 
+def check_within(
+    size: int, ceiling: str, field: str, unit: str, advice: str, *, label: str | None = None
+) -> None:
+    """Raise :class:`membrane.InvalidInputError` naming ``field`` (called ``label`` in the
+    message, if given) when ``size`` (in ``unit``) passes the ceiling called ``ceiling`` in
+    this module, as it stands now."""
+    limit = globals()[ceiling]
+    if size > limit:
+        from membrane.errors import InvalidInputError
+
+        raise InvalidInputError(
+            f"{label or field} holds {size:,} {unit}, more than the {limit:,} a compile accepts "
+            f"(membrane.config.{ceiling}); {advice}",
+            field=field,
+        )
+
+
 def _int_env(name: str, default: int) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:

@@ -96,12 +96,14 @@ class MemoryItem:
             raise InvalidInputError("MemoryItem.id must be a non-empty string", field="id")
         if not isinstance(self.content, str):
             raise InvalidInputError("MemoryItem.content must be a string", field="content")
-        if len(self.content) > config.MAX_TEXT_CHARS:
-            raise InvalidInputError(
-                f"MemoryItem.content holds {len(self.content):,} characters, more than the "
-                f"{config.MAX_TEXT_CHARS:,} a compile accepts (membrane.config.MAX_TEXT_CHARS)",
-                field="content",
-            )
+        config.check_within(
+            len(self.content),
+            "MAX_TEXT_CHARS",
+            "content",
+            "characters",
+            "split the memory",
+            label="MemoryItem.content",
+        )
         if self.memory_type not in _TIER_BY_KIND:
             raise InvalidInputError(
                 f"MemoryItem.memory_type must be one of {MEMORY_KINDS}, got {self.memory_type!r}",

@@ -77,13 +77,9 @@ def check_text(value: object, field: str, *, optional: bool = False) -> None:
 
 def check_text_size(text: str, field: str) -> None:
     """``text`` holds at most :data:`membrane.config.MAX_TEXT_CHARS` characters."""
-    limit = config.MAX_TEXT_CHARS
-    if len(text) > limit:
-        raise InvalidInputError(
-            f"{field} holds {len(text):,} characters, more than the {limit:,} a compile accepts "
-            "(membrane.config.MAX_TEXT_CHARS); send a shorter text or split it",
-            field=field,
-        )
+    config.check_within(
+        len(text), "MAX_TEXT_CHARS", field, "characters", "send a shorter text or split it"
+    )
 
 
 def _surrogate_message(where: str) -> str:

@@ -258,13 +258,9 @@ def validate_messages(
             f"{field} must be a list of message dicts like {{'role': 'user', 'content': '...'}}",
             field=field,
         )
-    limit = config.MAX_HISTORY_MESSAGES
-    if len(messages) > limit:
-        raise InvalidInputError(
-            f"{field} holds {len(messages):,} messages, more than the {limit:,} a compile "
-            "accepts (membrane.config.MAX_HISTORY_MESSAGES); send the newest ones",
-            field=field,
-        )
+    config.check_within(
+        len(messages), "MAX_HISTORY_MESSAGES", field, "messages", "send the newest ones"
+    )
     out: list[dict[str, Any]] = messages if isinstance(messages, list) else list(messages)
     for i in range(start, len(out)):
         _check_message(out[i], f"{field}[{i}]")

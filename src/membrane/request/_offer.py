@@ -139,13 +139,9 @@ def memory_pairs(
             "memories must be a list of MemoryItem rows or records with id and memory_kind",
             field="memories",
         )
-    limit = config.MAX_MEMORIES
-    if len(memories) > limit:
-        raise InvalidInputError(
-            f"memories holds {len(memories):,} records, more than the {limit:,} a compile "
-            "accepts (membrane.config.MAX_MEMORIES); offer the best of them",
-            field="memories",
-        )
+    config.check_within(
+        len(memories), "MAX_MEMORIES", "memories", "records", "offer the best of them"
+    )
     items = list(memories)
     for i, memory in enumerate(items):
         _check_record(i, memory)
