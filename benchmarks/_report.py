@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "RESULTS_DIR",
+    "child_json",
     "fmt_ms",
     "fmt_num",
     "fmt_pct",
@@ -94,6 +95,23 @@ def machine() -> dict[str, Any]:
         "git_commit": commit,
         "src_uncommitted_changes": bool(dirty),
     }
+
+
+def child_json(module: str, args: Sequence[str], timeout: float) -> Any:
+    """What ``python -m module --child *args`` prints last, as JSON: one measurement in a fresh
+    process, with this tree's ``src`` and the repository on its path."""
+    root = RESULTS_DIR.parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--child", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=root,
+        timeout=timeout,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def write_result(name: str, payload: dict[str, Any]) -> Path:

@@ -36,9 +36,14 @@ BUDGET = 8000
 
 def _compiler(cache_bytes: int | None = None) -> Any:
     from membrane import ContextCompiler
+    from membrane.config import DEFAULT_CACHE_BYTES
 
-    extra = {} if cache_bytes is None else {"cache_bytes": cache_bytes}
-    return ContextCompiler(BUDGET, model_id="openai/gpt-4o", token_scale=1.0, **extra)
+    return ContextCompiler(
+        BUDGET,
+        model_id="openai/gpt-4o",
+        token_scale=1.0,
+        cache_bytes=DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes,
+    )
 
 
 def _warm(compiler: Any, conversation: str) -> None:

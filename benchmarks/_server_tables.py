@@ -30,73 +30,44 @@ def _x(value: float) -> str:
     return f"{value:.2f}×"
 
 
+def _target(what: str, ratio: float, limit: float) -> list[str]:
+    """A row of the targets table: what, the limit, the measured ratio, whether it is met."""
+    return [what, f"<= {limit:g}×", _x(ratio), _met(ratio <= limit)]
+
+
 def _target_rows(payload: dict[str, Any]) -> list[list[str]]:
     rows: list[list[str]] = []
     for row in payload.get("memory", []):
-        ratio = row["state_over_text"]
         what = f"Kept per conversation, {row['messages']:,} messages, against its text"
-        rows.append([what, f"<= {MEMORY_OVER_TEXT:g}×", _x(ratio), _met(ratio <= MEMORY_OVER_TEXT)])
+        rows.append(_target(what, row["state_over_text"], MEMORY_OVER_TEXT))
     for row in payload.get("rss", []):
-        ratio = row["rss_growth_over_bound"]
         what = (
             f"RSS growth over {row['conversations']} chats, `cache_bytes` "
             f"{row['cache_bytes'] / 2**20:g} MiB, against the bound"
         )
-        rows.append([what, f"<= {RSS_OVER_BOUND:g}×", _x(ratio), _met(ratio <= RSS_OVER_BOUND)])
+        rows.append(_target(what, row["rss_growth_over_bound"], RSS_OVER_BOUND))
     cold = payload.get("cold_start")
     if cold:
-        ratio = cold["import"]["ratio"]
-        rows.append(
-            [
-                "`import membrane` / `import tiktoken`",
-                f"<= {IMPORT_RATIO:g}×",
-                _x(ratio),
-                _met(ratio <= IMPORT_RATIO),
-            ]
-        )
-        ratio = cold["first_compile"]["ratio"]
-        rows.append(
-            [
-                "First compile / tiktoken loading `cl100k_base`",
-                f"<= {FIRST_COMPILE_RATIO:g}×",
-                _x(ratio),
-                _met(ratio <= FIRST_COMPILE_RATIO),
-            ]
-        )
+        what = "`import membrane` / `import tiktoken`"
+        rows.append(_target(what, cold["import"]["ratio"], IMPORT_RATIO))
+        what = "First compile / tiktoken loading `cl100k_base`"
+        rows.append(_target(what, cold["first_compile"]["ratio"], FIRST_COMPILE_RATIO))
     for row in payload.get("tail", []):
-        ratio = row["membrane"]["p99_over_median"]
-        rows.append(
-            [
-                f"Per-turn p99 / median, {row['budget']:,} tokens",
-                f"<= {P99_OVER_MEDIAN:g}×",
-                _x(ratio),
-                _met(ratio <= P99_OVER_MEDIAN),
-            ]
-        )
+        budget = f"{row['budget']:,} tokens"
+        what = f"Per-turn p99 / median, {budget}"
+        rows.append(_target(what, row["membrane"]["p99_over_median"], P99_OVER_MEDIAN))
         meaning = row.get("membrane_meaning")
         if meaning:
+            what = f"Per-turn p99 with `local_embedder(executor=...)` / without, {budget}"
             ratio = meaning["p99_ms"] / row["membrane"]["p99_ms"]
-            rows.append(
-                [
-                    f"Per-turn p99 with `local_embedder(executor=...)` / without, "
-                    f"{row['budget']:,} tokens",
-                    f"<= {MEANING_P99_RATIO:g}×",
-                    _x(ratio),
-                    _met(ratio <= MEANING_P99_RATIO),
-                ]
-            )
+            rows.append(_target(what, ratio, MEANING_P99_RATIO))
     join = payload.get("joining_worker")
     if join:
-        ratio = join["ratio_cpu"]
-        rows.append(
-            [
-                f"New compiler's first compile of {join['messages']:,} messages / "
-                "`trim_messages` with fresh counts",
-                f"<= {JOIN_RATIO:g}×",
-                _x(ratio),
-                _met(ratio <= JOIN_RATIO),
-            ]
+        what = (
+            f"New compiler's first compile of {join['messages']:,} messages / "
+            "`trim_messages` with fresh counts"
         )
+        rows.append(_target(what, join["ratio_cpu"], JOIN_RATIO))
     return rows
 
 

@@ -30,9 +30,7 @@ import argparse
 import asyncio
 import gc
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -40,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._long_messages import long_message_chat
-from benchmarks._report import machine, read_result, write_result
+from benchmarks._report import child_json, machine, read_result, write_result
 from benchmarks._runner import percentile
 from benchmarks._suite import command_line
 
@@ -53,17 +51,7 @@ BUDGETS = (8_000, 128_000, 900_000)
 
 def _child(part: str, *args: Any) -> Any:
     """Run one measurement in a fresh process; its JSON answer."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_ROOT / "src"), str(_ROOT)])}
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.server_costs", "--child", part, json.dumps(args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-        cwd=_ROOT,
-        timeout=3600,
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return child_json("benchmarks.server_costs", [part, json.dumps(args)], timeout=3600)
 
 
 def _run_child(part: str, args: list[Any]) -> Any:
@@ -272,7 +260,7 @@ def _join_langchain(messages: int) -> dict[str, float]:
     history, question = _join_inputs(messages)
     trim = _langchain(fresh=True)
     trim([SystemMessage("warm"), HumanMessage("up")], 8_000)
-    lc = [SystemMessage("You are a helpful assistant.")]
+    lc: list[Any] = [SystemMessage("You are a helpful assistant.")]
     lc += [(HumanMessage if m["role"] == "user" else AIMessage)(m["content"]) for m in history]
     lc.append(HumanMessage(question))
     t0, c0 = time.perf_counter(), time.thread_time()

@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks._report import machine, write_result
+from benchmarks._report import child_json, machine, write_result
 from benchmarks._suite import command_line
 
 __all__ = ["main"]
@@ -84,17 +82,7 @@ def _one(case: str, scale: float) -> dict[str, Any]:
 
 
 def _child(case: str, scale: float) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_ROOT / "src"), str(_ROOT)])}
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.slow_inputs", "--child", case, str(scale)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-        cwd=_ROOT,
-        timeout=1800,
-    )
-    row: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    row: dict[str, Any] = child_json("benchmarks.slow_inputs", [case, str(scale)], timeout=1800)
     return row
 
 
