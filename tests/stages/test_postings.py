@@ -126,3 +126,32 @@ def test_a_passage_reads_back_as_it_was_kept(messages: list[str]) -> None:
     assert list(passages) == kept
     assert passages[1:] == kept[1:]
     assert all(" ".join(p.sentences) == p.text for p in passages)
+
+
+@given(st.lists(MESSAGES, min_size=1, max_size=6), st.integers(min_value=0, max_value=40))
+def test_a_words_weight_in_chosen_passages_is_what_they_state(
+    cuts: list[list[str]], lazy: int
+) -> None:
+    """``weights_in`` gives, for the passages asked about, the weight each one states the word
+    with (absent when it does not), from sealed segments and from a lazy index's early ones."""
+    passages = PassageList()
+    for batch in cuts:
+        for text in batch:
+            for passage in passages_of(len(passages), len(passages), "user", text):
+                passages.append(passage)
+    lazy = min(lazy, len(passages))
+    index = LazyPostings(passages, lazy)
+    for start in range(lazy, len(passages), 3):  # several seals: several segments
+        for pid in range(start, min(start + 3, len(passages))):
+            index.add(pid, passages[pid])
+        index.seal()
+    eager = _postings(passages)
+    asked = list(range(len(passages)))[::-2]  # every other passage, newest first
+    for word in sorted(set(_reference(passages)) | {"no-such-word"}):
+        expected = {
+            pid: w
+            for pid in asked
+            if (w := stated_words(passages[pid].sentences).get(word)) is not None
+        }
+        assert index.weights_in(word, asked) == expected, word
+        assert eager.weights_in(word, asked) == expected, word

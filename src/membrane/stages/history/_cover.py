@@ -182,8 +182,8 @@ def _stated_by_message(
     at its largest sentence weight.
 
     A word's postings list exactly the passages stating it, with that weight, and every
-    passage of a posting recall scans is scored; the few words too common to scan are read
-    from the scored passages themselves.
+    passage of a posting recall scans is scored; the few words too common to scan are looked
+    up in their postings, for the scored passages alone.
     """
     by_message: dict[int, dict[str, float]] = {}
     unscanned = []
@@ -200,15 +200,12 @@ def _stated_by_message(
                 by_message[message] = {w: weight}
             elif stated.get(w, 0.0) < weight:
                 stated[w] = weight
-    if unscanned:
-        passages = tracker.passages
-        for pid in scores:
-            own = stated_memo(passages[pid].sentences)
-            stated = by_message[passages.message(pid)]
-            for w in unscanned:
-                held = own.get(w)
-                if held is not None and stated.get(w, 0.0) < held:
-                    stated[w] = held
+    messages = tracker.passages.messages
+    for w in unscanned:
+        for pid, held in tracker.postings.weights_in(w, scores).items():
+            stated = by_message[messages[pid]]
+            if stated.get(w, 0.0) < held:
+                stated[w] = held
     return by_message
 
 

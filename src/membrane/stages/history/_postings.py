@@ -21,7 +21,7 @@ import hashlib
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from membrane.memo import memoised
 from membrane.stages.history._passages import (
@@ -231,6 +231,24 @@ class PostingIndex:
         runs = self.runs(word)
         return posting_of(self._passages.messages, (), runs) if runs else None
 
+    def weights_in(self, word: str, pids: Iterable[int]) -> dict[int, float]:
+        """The weight ``word`` has in each of ``pids`` that states it (as :meth:`add` filed it).
+
+        Found by bisection in the word's runs, so a word too common to scan costs a few steps
+        per passage instead of reading the passage's sentences again.
+        """
+        found: dict[int, float] = {}
+        wanted = sorted(pids)
+        for array_, start, stop in self.runs(word):
+            for pid in wanted:
+                start = bisect_left(array_, 2 * pid, start, stop)
+                if start == stop:
+                    break
+                entry = array_[start]
+                if entry >> 1 == pid:
+                    found[pid] = QUESTION_WEIGHT if entry & 1 else 1.0
+        return found
+
     def seal(self) -> None:
         """Make what was filed since the last seal a segment, merging as the module says."""
         if not self._pending:
@@ -293,6 +311,17 @@ class LazyPostings(PostingIndex):
         if not early and not runs:
             return None
         return posting_of(self._passages.messages, early, runs)
+
+    def weights_in(self, word: str, pids: Iterable[int]) -> dict[int, float]:
+        # An early passage is not filed, and a common word's early entries stop at the limit.
+        pids = list(pids)
+        found = super().weights_in(word, [pid for pid in pids if pid >= self._count])
+        for pid in pids:
+            if pid < self._count:
+                weight = stated_memo(self._passages[pid].sentences).get(word)
+                if weight is not None:
+                    found[pid] = weight
+        return found
 
     def filed(self) -> PostingIndex:
         """An index of the same passages with every one filed, in order (what the tracker
