@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import gc
+import sys
 import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from membrane import ContextCompiler, InvalidInputError
 from membrane.config import DEFAULT_CACHE_BYTES
-from membrane.memo import clear_memos, key_bytes, memo_bytes, memoised, memos_held_bytes
+from membrane.memo import (
+    clear_memos,
+    key_bytes,
+    memo_bytes,
+    memoised,
+    memos_held_bytes,
+    strings_bytes,
+)
 from membrane.prompt_text import fold_char
 from membrane.stages.history import HistoryTracker
 from membrane.tokenizers import count_tokens
@@ -149,3 +159,11 @@ def test_the_proofs_of_validated_histories_are_bounded_by_their_share() -> None:
     kept = [proofs.get(f"c{n}") for n in range(40)]
     assert kept[-1] is not None and kept[0] is None
     assert all(p.held_bytes() > len(p.content.tail) for p in kept if p and p.content)
+
+
+@given(st.lists(st.text(max_size=30) | st.integers() | st.floats(allow_nan=False), max_size=12))
+def test_strings_are_counted_at_the_bytes_they_hold(items: list[object]) -> None:
+    """The joined-length count of ASCII strings is what sizing each one gives, and anything
+    else (non-ASCII text, numbers) is sized one by one."""
+    assert strings_bytes(items) == sum(sys.getsizeof(item) for item in items)
+    assert strings_bytes(tuple(items)) == strings_bytes(items)

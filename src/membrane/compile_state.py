@@ -198,15 +198,16 @@ def read_state(
     ``check`` returns None for a good value and the reason otherwise. When the store cannot
     serve ``key`` and offers an in-process fallback, the fallback is read, ``notes.fallback``
     set and the key's node noted in ``notes.fallback_nodes``; without one,
-    :class:`~membrane.errors.StoreUnavailable` propagates.
+    :class:`~membrane.errors.StoreUnavailable` propagates. The value may be shared with
+    other readers (see :meth:`InMemoryStateStore.read_only`): read it, never change it.
     """
     fallback = _outage_fallback(store)
     node = _node_of(store, key) if fallback is not None else ""
     try:
         if fallback is not None and node in notes.fallback_nodes:
-            value: object = fallback.get(key)
+            value: object = _read(fallback, key)
         else:
-            value = store.get(key)
+            value = _read(store, key)
     except StoreUnavailable:
         if fallback is None:
             raise
@@ -221,6 +222,13 @@ def read_state(
         return value  # type: ignore[return-value]
     _discard(notes, what, key, problem)
     return None
+
+
+def _read(store: StateStore, key: str) -> object:
+    """``store.get(key)``; from the in-process store, its shared decoding (read, never changed)."""
+    if type(store) is InMemoryStateStore:
+        return store.read_only(key)
+    return store.get(key)
 
 
 def _discard(notes: StoreNotes, what: str, key: str, reason: str) -> None:

@@ -22,7 +22,7 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -30,6 +30,7 @@ __all__ = [
     "BULK_ITEMS",
     "DEFAULT_MEMO_BYTES",
     "clear_memos",
+    "fields_bytes",
     "key_bytes",
     "mapping_bytes",
     "memo_bytes",
@@ -51,6 +52,8 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 _size = sys.getsizeof
+# An empty ASCII string's bytes; each ASCII character adds one.
+_ASCII_STR_BYTES = _size("")
 
 
 def _read_total() -> int:
@@ -120,13 +123,30 @@ def register_memo(held: Callable[[], int], clear: Callable[[], None]) -> None:
     _HOLDERS.append((held, clear))
 
 
-def strings_bytes(strings: Iterable[object]) -> int:
-    """The bytes of the objects in ``strings`` (each counted, shared or not)."""
+def strings_bytes(strings: Collection[object]) -> int:
+    """The bytes of the objects in ``strings`` (each counted, shared or not).
+
+    ASCII strings are counted from their joined length (one pass in C, a tenth of the time
+    sizing each one takes): CPython lays out an ASCII string in ``_ASCII_STR_BYTES`` plus a
+    byte a character. Anything else is sized object by object. (A str subclass would count
+    as a plain string: the text stages key their memos by the strings they make themselves.)
+    """
+    try:
+        joined = "".join(strings)  # type: ignore[arg-type]  # a TypeError for non-strings
+    except TypeError:
+        return sum(map(_size, strings))
+    if joined.isascii():
+        return _ASCII_STR_BYTES * len(strings) + len(joined)
     return sum(map(_size, strings))
 
 
 def key_bytes(key: tuple[object, ...] | frozenset[object]) -> int:
-    """The bytes of a tuple or frozenset and of the objects in it."""
+    """The bytes of a tuple or frozenset of strings and of the strings in it."""
+    return _size(key) + strings_bytes(key)
+
+
+def fields_bytes(key: tuple[object, ...]) -> int:
+    """The bytes of a tuple and of the objects in it, strings or not (sized one by one)."""
     return _size(key) + sum(map(_size, key))
 
 

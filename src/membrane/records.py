@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from membrane import config
 from membrane import packaged as resources
 from membrane.errors import InvalidInputError
-from membrane.memo import key_bytes, memoised
+from membrane.memo import fields_bytes, memoised
 from membrane.prompt_text import memory_body as memory_body_text
 
 __all__ = [
@@ -319,7 +319,7 @@ def _body(
     return memory_body_text(_LABEL_BY_KIND[kind], note_kind, text, conf), shortened
 
 
-@memoised(0.04, key_bytes, key_bytes)
+@memoised(0.04, fields_bytes, fields_bytes)
 def _memoised_body(key: tuple[str, str, str, float, int | None]) -> tuple[str, bool]:
     """:func:`_body` of ``key``'s fields: the same memories are offered again on many turns."""
     return _body(*key)
