@@ -204,10 +204,11 @@ def read_state(
     fallback = _outage_fallback(store)
     node = _node_of(store, key) if fallback is not None else ""
     try:
-        if fallback is not None and node in notes.fallback_nodes:
-            value: object = _read(fallback, key)
+        source = fallback if fallback is not None and node in notes.fallback_nodes else store
+        if type(source) is InMemoryStateStore:  # one decoding, shared by its readers
+            value: object = source.read_only(key)
         else:
-            value = _read(store, key)
+            value = source.get(key)
     except StoreUnavailable:
         if fallback is None:
             raise
@@ -222,13 +223,6 @@ def read_state(
         return value  # type: ignore[return-value]
     _discard(notes, what, key, problem)
     return None
-
-
-def _read(store: StateStore, key: str) -> object:
-    """``store.get(key)``; from the in-process store, its shared decoding (read, never changed)."""
-    if type(store) is InMemoryStateStore:
-        return store.read_only(key)
-    return store.get(key)
 
 
 def _discard(notes: StoreNotes, what: str, key: str, reason: str) -> None:

@@ -51,18 +51,10 @@ class TiktokenAdapter:
             known = ", ".join(BUNDLED_ENCODINGS)
             raise ValueError(f"unknown encoding {encoding_name!r}; bundled encodings are: {known}")
         self._encoding_name = encoding_name
-        # The encoding's encode_ordinary, bound on first use (the encoding loads lazily).
-        self._encode: Callable[[str], list[int]] | None = None
 
     @property
     def name(self) -> str:
         return self._encoding_name
-
-    def _encoder(self) -> Callable[[str], list[int]]:
-        encode = self._encode
-        if encode is None:
-            encode = self._encode = load_encoding(self._encoding_name).encode_ordinary
-        return encode
 
     #: tiktoken splits text into pieces with a regex before BPE, and no piece of the bundled
     #: encodings runs across a line break followed by a character other than white space or
@@ -78,16 +70,16 @@ class TiktokenAdapter:
     def count(self, text: str) -> int:
         # Special-token strings in user text are counted as ordinary text, like tiktoken's
         # encode_ordinary: a prompt containing "<|endoftext|>" must not raise.
-        return len((self._encode or self._encoder())(text))
+        return len(load_encoding(self._encoding_name).encode_ordinary(text))
 
     def count_each(self, texts: Sequence[str]) -> list[int]:
-        """:meth:`count` of each of ``texts``."""
-        encode = self._encoder()
+        """:meth:`count` of each of ``texts`` (the encoding looked up once)."""
+        encode = load_encoding(self._encoding_name).encode_ordinary
         return [len(encode(text)) for text in texts]
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (ordinary text, no special tokens)."""
-        return self._encoder()(text)
+        return load_encoding(self._encoding_name).encode_ordinary(text)
 
     def decode(self, tokens: list[int]) -> str:
         """Text of ``tokens``."""
