@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from membrane.messages._responses import opaque_text
+from membrane.messages._responses import ITEMS_KEY, opaque_text
 from membrane.prompt_text import call_label
 
 __all__ = [
@@ -81,6 +81,9 @@ def message_text(message: Mapping[str, Any]) -> str:
     Anthropic thinking blocks, and the JSON of the opaque Responses items it carries
     (reasoning, hosted tools). Thinking and opaque items are paid for but are not words
     anyone said: the index and recall read :func:`history_text`."""
+    content = message.get("content")
+    if content.__class__ is str and not message.get("tool_calls") and ITEMS_KEY not in message:
+        return content  # plain chat, the usual case: nothing else to read
     text = _visible_text(message)
     for hidden in (_thinking_text(message.get("content")), opaque_text(message)):
         if hidden:

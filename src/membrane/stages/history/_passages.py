@@ -255,9 +255,10 @@ def _read_sentence(sentence: str) -> _Sentence:
     again as a passage once it is dropped."""
     question = is_question(sentence)
     stems = tuple(dict.fromkeys(map(stem, content_words(sentence))))
-    return _Sentence(
-        stems, is_request(sentence), question, question and depends_on_previous(sentence)
-    )
+    # Only a question can be a request or lean back (most sentences are statements).
+    if not question:
+        return _Sentence(stems, False, False, False)
+    return _Sentence(stems, is_request(sentence), True, depends_on_previous(sentence))
 
 
 def sentence_stems(sentence: str) -> tuple[str, ...]:
