@@ -16,10 +16,10 @@ from membrane import ContextCompiler, InvalidInputError
 from membrane.config import DEFAULT_CACHE_BYTES
 from membrane.memo import (
     clear_memos,
-    key_bytes,
     memo_bytes,
     memoised,
     memos_held_bytes,
+    pieces_bytes,
     strings_bytes,
 )
 from membrane.prompt_text import fold_char
@@ -96,7 +96,7 @@ def test_a_tracker_counts_at_least_the_memory_it_holds() -> None:
 def test_a_process_memo_holds_at_most_its_share() -> None:
     share = 256 * 1024 / memo_bytes()
 
-    @memoised(share, key_bytes)
+    @memoised(share, pieces_bytes)
     def words(text: str) -> tuple[str, ...]:
         return tuple(text.split())
 

@@ -30,15 +30,17 @@ __all__ = [
     "BULK_ITEMS",
     "DEFAULT_MEMO_BYTES",
     "clear_memos",
+    "cut_bytes",
     "fields_bytes",
     "key_bytes",
-    "mapping_bytes",
     "memo_bytes",
     "memoised",
     "memos_held_bytes",
+    "pieces_bytes",
     "register_memo",
     "skip_memo_writes",
     "strings_bytes",
+    "words_map_bytes",
     "writes_skipped",
 ]
 
@@ -150,9 +152,25 @@ def fields_bytes(key: tuple[object, ...]) -> int:
     return _size(key) + sum(map(_size, key))
 
 
-def mapping_bytes(mapping: Mapping[str, object]) -> int:
-    """The bytes of a mapping of words to numbers (a read-only view counted with its dict)."""
-    return 2 * _size(mapping) + strings_bytes(mapping) + 32 * len(mapping)
+def cut_bytes(text: str, parts: Collection[str]) -> int:
+    """The bytes of strings cut from ``text`` (each a piece of it, possibly lower-cased or
+    shortened: sentences, words, stems), counted without reading them when ``text`` is ASCII:
+    together they hold at most its characters, plus a string's own bytes each."""
+    if text.isascii():
+        return _ASCII_STR_BYTES * len(parts) + len(text)
+    return strings_bytes(parts)
+
+
+def pieces_bytes(text: str, parts: tuple[str, ...] | frozenset[str]) -> int:
+    """A memo entry's bytes: ``text`` as its key, the collection of pieces cut from it as
+    its value (:func:`cut_bytes`)."""
+    return _size(text) + _size(parts) + cut_bytes(text, parts)
+
+
+def words_map_bytes(text: str, mapping: Mapping[str, object]) -> int:
+    """The bytes of a mapping of words cut from ``text`` to numbers (a read-only view counted
+    with its dict: its slots, and the word strings)."""
+    return 2 * _size(mapping) + 32 * len(mapping) + cut_bytes(text, mapping)
 
 
 class _Generations:
@@ -191,13 +209,12 @@ class _Generations:
 
 
 def memoised(
-    share: float,
-    value_bytes: Callable[[Any], int],
-    key_size: Callable[[Any], int] = _size,
+    share: float, entry_bytes: Callable[[Any, Any], int]
 ) -> Callable[[Callable[[K], V]], Callable[[K], V]]:
     """Memoise a function of one hashable argument whose result is never None, in ``share``
-    of :func:`memo_bytes`; ``value_bytes`` counts a result's bytes and ``key_size`` the
-    argument's (a string's by default; :func:`key_bytes` for a tuple)."""
+    of :func:`memo_bytes`; ``entry_bytes(argument, result)`` counts an entry's bytes,
+    generously and cheaply (it runs on every miss: :func:`pieces_bytes` for pieces of a text,
+    :func:`fields_bytes` for a tuple of anything)."""
 
     def decorate(fn: Callable[[K], V]) -> Callable[[K], V]:
         memo = _Generations(int(share * _TOTAL))
@@ -210,7 +227,7 @@ def memoised(
                 value = fn(key)
             if getattr(_SKIPPING, "on", False):
                 return value
-            cost = key_size(key) + value_bytes(value) + _SLOT_BYTES
+            cost = entry_bytes(key, value) + _SLOT_BYTES
             if cost <= memo.half:
                 memo.keep(key, value, cost)
             return value

@@ -319,7 +319,7 @@ def _body(
     return memory_body_text(_LABEL_BY_KIND[kind], note_kind, text, conf), shortened
 
 
-@memoised(0.04, fields_bytes, fields_bytes)
+@memoised(0.04, lambda key, body: fields_bytes(key) + fields_bytes(body))
 def _memoised_body(key: tuple[str, str, str, float, int | None]) -> tuple[str, bool]:
     """:func:`_body` of ``key``'s fields: the same memories are offered again on many turns."""
     return _body(*key)

@@ -11,7 +11,7 @@ from itertools import repeat
 from types import MappingProxyType
 from typing import Protocol
 
-from membrane.memo import key_bytes, mapping_bytes, memoised
+from membrane.memo import memoised, pieces_bytes, words_map_bytes
 from membrane.text._ascii import MARKS, ascii_spaced, ascii_words, has_edge_marks
 
 __all__ = [
@@ -190,7 +190,7 @@ STOPWORDS = frozenset(
 _NOT_CONTENT = STOPWORDS | {""}
 
 
-@memoised(0.12, key_bytes)
+@memoised(0.12, pieces_bytes)
 def content_words(text: str) -> tuple[str, ...]:
     """Lower-cased words of ``text`` without stopwords, in order (duplicates kept).
 
@@ -200,7 +200,7 @@ def content_words(text: str) -> tuple[str, ...]:
     return tuple([w for w in words if w and w not in STOPWORDS])
 
 
-@memoised(0.08, key_bytes)
+@memoised(0.08, pieces_bytes)
 def content_word_set(text: str) -> frozenset[str]:
     """``frozenset(content_words(text))``, computed from the distinct words only.
 
@@ -222,7 +222,7 @@ def distinct_content_words(text: str) -> frozenset[str]:
     return words.difference(_NOT_CONTENT)
 
 
-@memoised(0.05, key_bytes)
+@memoised(0.05, pieces_bytes)
 def marked_words(text: str) -> tuple[str, ...]:
     """Lower-cased content words written with a capital or a digit, after the first word.
 
@@ -239,7 +239,7 @@ _VOWELS = frozenset("aeiouy")
 _KEPT_DOUBLES = frozenset("lsz")
 
 
-@memoised(0.04, sys.getsizeof)
+@memoised(0.04, lambda word, stemmed: sys.getsizeof(word) + sys.getsizeof(stemmed))
 def stem(word: str) -> str:
     """``word`` (a lower-cased content word) with its common English endings taken off.
 
@@ -354,7 +354,7 @@ def query_weights(query: str) -> Mapping[str, float]:
     return _query_weights(query)
 
 
-@memoised(0.01, mapping_bytes)
+@memoised(0.01, lambda query, weights: sys.getsizeof(query) + words_map_bytes(query, weights))
 def _query_weights(query: str) -> Mapping[str, float]:
     sentences, asks = _asked_sentences(query)
     weights: dict[str, float] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from membrane.memo import key_bytes, memoised
+from membrane.memo import memoised, pieces_bytes
 
 __all__ = [
     "DEPENDENT_OPENERS",
@@ -51,7 +51,7 @@ def _split_text(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-_split = memoised(0.13, key_bytes)(_split_text)
+_split = memoised(0.13, pieces_bytes)(_split_text)
 
 
 # A sentence opening with one of these leans on the sentence before it.

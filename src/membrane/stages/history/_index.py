@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from itertools import chain, pairwise
 from operator import truediv
 
-from membrane.memo import memoised, strings_bytes
+from membrane.memo import cut_bytes, memoised
 from membrane.prompt_text import index_block, index_entry
 from membrane.stages.history._shared import Count, is_request
 from membrane.text.relevance import (
@@ -92,11 +92,13 @@ class _Reading:
     density: list[float]
 
 
-def _shaped_bytes(value: tuple[tuple[str, ...], tuple[str, ...], frozenset[str], int]) -> int:
+def _shaped_bytes(
+    sentence: str, value: tuple[tuple[str, ...], tuple[str, ...], frozenset[str], int]
+) -> int:
     # A shape is its word, or a new string of the same length: the words' bytes, twice.
     words, shapes, shape_set, _ = value
     containers = _size(value) + _size(words) + _size(shapes) + _size(shape_set)
-    return containers + 2 * strings_bytes(words)
+    return _size(sentence) + containers + 2 * cut_bytes(sentence, words)
 
 
 def _has_digit(word: str) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple, overload
 
-from membrane.memo import key_bytes, mapping_bytes, memoised
+from membrane.memo import key_bytes, memoised, pieces_bytes, words_map_bytes
 from membrane.prompt_text import recalled_line
 from membrane.stages.history._shared import Count, is_request
 from membrane.text.relevance import content_words, stem
@@ -249,7 +249,7 @@ class _Sentence(NamedTuple):
     leans_back: bool
 
 
-@memoised(0.12, lambda s: sys.getsizeof(s) + key_bytes(s.stems))
+@memoised(0.12, lambda text, s: sys.getsizeof(s) + pieces_bytes(text, s.stems))
 def _read_sentence(sentence: str) -> _Sentence:
     """Memoised: the sentences of a message are read when it is checked in the window and
     again as a passage once it is dropped."""
@@ -266,7 +266,7 @@ def sentence_stems(sentence: str) -> tuple[str, ...]:
     return _read_sentence(sentence).stems
 
 
-@memoised(0.1, mapping_bytes, key_bytes)
+@memoised(0.1, lambda key, stated: key_bytes(key) + words_map_bytes("".join(key), stated))
 def stated_memo(sentences: tuple[str, ...]) -> Mapping[str, float]:
     """:func:`stated_words`, memoised and read-only."""
     # Memoised: a passage's words are read again whenever a query matches it, a
@@ -296,6 +296,6 @@ def recalled_line_of(role: str, text: str) -> str:
     return _recalled_line((role, text))
 
 
-@memoised(0.03, sys.getsizeof, key_bytes)
+@memoised(0.03, lambda key, line: key_bytes(key) + sys.getsizeof(line))
 def _recalled_line(key: tuple[str, str]) -> str:
     return recalled_line(*key)

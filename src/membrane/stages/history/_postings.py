@@ -62,7 +62,7 @@ def word_key(word: str) -> int:
     return _word_key(word)
 
 
-@memoised(0.03, lambda key: 36)
+@memoised(0.03, lambda word, key: _size(word) + 36)
 def _word_key(word: str) -> int:
     return int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
 
@@ -166,9 +166,10 @@ def _read_out(
 ) -> list[Entry]:
     entries = list(head)
     for array_, start, stop in runs:
-        for entry in array_[start:stop]:
-            pid = entry >> 1
-            entries.append((pid, messages[pid], QUESTION_WEIGHT if entry & 1 else 1.0))
+        entries += [
+            (entry >> 1, messages[entry >> 1], QUESTION_WEIGHT if entry & 1 else 1.0)
+            for entry in array_[start:stop]
+        ]
     return entries
 
 
@@ -184,8 +185,10 @@ class PostingIndex:
         # Filed since the last seal: word key -> entries, sealed before the next look-up.
         self._pending: dict[int, list[int]] = {}
         self._bytes = 0
-        # The postings read since the last seal (a compile reads its few words several times).
+        # The postings read since the last seal (a compile reads its few words several times),
+        # and their bytes (see bytes()).
         self._read: dict[str, Posting | None] = {}
+        self._read_bytes = 0
 
     def add(self, pid: int, passage: Passage) -> None:
         """File passage ``pid`` under each word it states (a question's words count half)."""
@@ -222,9 +225,18 @@ class PostingIndex:
         else:
             found = self.posting(word)
             if len(read) >= _MAX_READ:
-                read.clear()
+                self._forget_reads()
             read[word] = found
+            # Counted as if read out: a tuple of three numbers a passage.
+            if found is not None:
+                self._read_bytes += _READ_BYTES + (
+                    _ENTRY_BYTES * len(found) if isinstance(found, list) else 0
+                )
         return default if found is None else found
+
+    def _forget_reads(self) -> None:
+        self._read.clear()
+        self._read_bytes = 0
 
     def posting(self, word: str) -> Posting | None:
         """``word``'s posting read afresh (:meth:`get` keeps what it reads), or None."""
@@ -256,7 +268,7 @@ class PostingIndex:
         segments = self._segments
         segments.append(_sealed(self._pending))
         self._pending = {}
-        self._read.clear()
+        self._forget_reads()
         while len(segments) > 1 and len(segments[-1].entries) >= len(segments[-2].entries):
             newer = segments.pop()
             segments[-1] = _merged(segments[-1], newer)
@@ -266,13 +278,7 @@ class PostingIndex:
         """What the index holds, about (what was filed since the last seal counted generously)."""
         pending = self._pending
         filed = sum(100 + 8 * len(run) for run in pending.values()) if pending else 0
-        # A posting read is counted as if read out: a tuple of three numbers a passage.
-        read = sum(
-            _READ_BYTES + (_ENTRY_BYTES * len(p) if isinstance(p, list) else 0)
-            for p in self._read.values()
-            if p is not None
-        )
-        return self._bytes + filed + read
+        return self._bytes + filed + self._read_bytes
 
 
 class LazyPostings(PostingIndex):

@@ -72,7 +72,9 @@ def _telling_now(query: str, stats: TermStats) -> dict[str, float]:
     stems: dict[str, float] = {}
     for (w, q), r in zip(weights.items(), rarity, strict=True):
         key = stem(w)
-        stems[key] = max(stems.get(key, 0.0), q * r)
+        weight = q * r  # above 0: every rarity is
+        if weight > stems.get(key, 0.0):
+            stems[key] = weight
     # Most telling first: by weight, then by word (negated, so plain tuple order does it).
     ranked = sorted([(-weight, w) for w, weight in stems.items()])
     return {w: -negated for negated, w in ranked[:_MAX_QUERY_WORDS]}

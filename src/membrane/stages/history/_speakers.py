@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from membrane.errors import InvalidInputError
-from membrane.memo import key_bytes, memoised
+from membrane.memo import memoised, pieces_bytes
 from membrane.messages import MAX_NAME_CHARS, PERSON_ROLES
 from membrane.stages.history._passages import Passage, stated_memo
 from membrane.text.relevance import content_words, stem
@@ -31,7 +31,7 @@ __all__ = ["NO_WRITERS", "WRITER_WEIGHT", "Writers", "check_speakers", "name_ste
 WRITER_WEIGHT = 3.0
 
 
-@memoised(0.01, key_bytes)
+@memoised(0.01, pieces_bytes)
 def name_stems(name: str) -> frozenset[str]:
     """The words a name states, as recall files words (lower-cased content-word stems)."""
     return frozenset(map(stem, content_words(name)))
