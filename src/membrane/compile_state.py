@@ -198,17 +198,15 @@ def read_state(
     ``check`` returns None for a good value and the reason otherwise. When the store cannot
     serve ``key`` and offers an in-process fallback, the fallback is read, ``notes.fallback``
     set and the key's node noted in ``notes.fallback_nodes``; without one,
-    :class:`~membrane.errors.StoreUnavailable` propagates. The value may be shared with
-    other readers (see :meth:`InMemoryStateStore.read_only`): read it, never change it.
+    :class:`~membrane.errors.StoreUnavailable` propagates.
     """
     fallback = _outage_fallback(store)
     node = _node_of(store, key) if fallback is not None else ""
     try:
-        source = fallback if fallback is not None and node in notes.fallback_nodes else store
-        if type(source) is InMemoryStateStore:  # one decoding, shared by its readers
-            value: object = source.read_only(key)
+        if fallback is not None and node in notes.fallback_nodes:
+            value: object = fallback.get(key)
         else:
-            value = source.get(key)
+            value = store.get(key)
     except StoreUnavailable:
         if fallback is None:
             raise

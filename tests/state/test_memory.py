@@ -55,32 +55,6 @@ def test_returned_dicts_are_independent_copies() -> None:
     assert store.get("conv") is not store.get("conv")
 
 
-def test_read_only_decodes_once_per_write_and_forgets_what_leaves() -> None:
-    """The compile's reader shares one decoding until the key is written, deleted, expires or
-    is pushed out; get() still hands out copies of its own."""
-    now = [0.0]
-    store = InMemoryStateStore(max_entries=2, ttl_seconds=10, clock=lambda: now[0])
-    store.put("a", {"room": 1})
-    shared = store.read_only("a")
-    assert shared == {"room": 1}
-    assert store.read_only("a") is shared
-    assert store.get("a") == shared and store.get("a") is not shared
-    store.put("a", {"room": 2})
-    assert store.read_only("a") == {"room": 2}
-    store.delete("a")
-    assert store.read_only("a") is None and store.get("a") is None
-    store.put("a", {"room": 3})
-    store.read_only("a")
-    store.put("b", {"room": 4})
-    store.put("c", {"room": 5})  # pushes "a" out
-    assert store.read_only("a") is None
-    assert set(store._decoded) <= {"b", "c"}
-    store.read_only("b")
-    now[0] = 11.0  # everything expired
-    assert store.read_only("b") is None and store.get("c") is None
-    assert not store._decoded
-
-
 def test_values_take_their_json_form() -> None:
     store = InMemoryStateStore()
     store.put("k", {"pair": (1, 2), "n": 3})

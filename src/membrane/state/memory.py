@@ -6,7 +6,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from membrane.errors import InvalidInputError
@@ -24,8 +24,7 @@ class InMemoryStateStore:
     """A thread-safe, bounded dict of JSON strings.
 
     Values go through JSON on the way in and out, so what works here also works with a remote
-    store, and callers of :meth:`get` can never mutate stored state by accident
-    (:meth:`read_only` shares one decoding instead, for readers that never change it).
+    store, and callers can never mutate stored state by accident.
 
     At most ``max_entries`` keys are kept; past that, the key used least recently leaves first
     (a conversation that comes back later pays one cache miss, as after a Redis TTL).
@@ -61,64 +60,34 @@ class InMemoryStateStore:
         self._clock = clock
         # key -> (encoded value, expiry time or None, format version)
         self._data: OrderedDict[str, tuple[str, float | None, int]] = OrderedDict()
-        # key -> (encoded value, its decoding), for read_only
-        self._decoded: dict[str, tuple[str, dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
-            raw = self._raw(key)
-        return None if raw is None else decode_state(raw)
-
-    def read_only(self, key: str) -> Mapping[str, Any] | None:
-        """:meth:`get`, without a copy for the caller: the value is decoded once per write and
-        shared by every ``read_only`` caller, who must not change it (a compile reads its
-        conversation's state this way on every turn)."""
-        with self._lock:
-            raw = self._raw(key)
-            known = self._decoded.get(key)
-        if raw is None:
-            return None
-        if known is not None and known[0] is raw:
-            return known[1]
-        value = decode_state(raw)
-        with self._lock:
             entry = self._data.get(key)
-            if entry is not None and entry[0] is raw:
-                self._decoded[key] = (raw, value)
-        return value
-
-    def _raw(self, key: str) -> str | None:
-        """The encoded value under ``key`` (None: none, or expired), marked as used."""
-        entry = self._data.get(key)
-        if entry is None:
-            return None
-        raw, expires, _ = entry
-        if expires is not None and self._clock() >= expires:
-            self._drop(key)
-            return None
-        self._data.move_to_end(key)
-        return raw
+            if entry is None:
+                return None
+            raw, expires, _ = entry
+            if expires is not None and self._clock() >= expires:
+                del self._data[key]
+                return None
+            self._data.move_to_end(key)
+        return decode_state(raw)
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         raw, version = encode_state(value), state_version(value)
         now = self._clock()
         expires = None if self.ttl_seconds is None else now + self.ttl_seconds
         with self._lock:
-            self._decoded.pop(key, None)
             self._data[key] = (raw, expires, version)
             self._data.move_to_end(key)
             while len(self._data) > self.max_entries:
-                self._drop(next(iter(self._data)))
+                self._data.popitem(last=False)
 
     def delete(self, key: str) -> None:
         """Remove ``key`` and its value (nothing happens when it is absent)."""
         with self._lock:
-            self._drop(key)
-
-    def _drop(self, key: str) -> None:
-        self._data.pop(key, None)
-        self._decoded.pop(key, None)
+            self._data.pop(key, None)
 
     def scan(self, match: str) -> list[str]:
         """The keys held that match ``match``, a Redis ``SCAN MATCH`` glob (``*``, ``?``,
