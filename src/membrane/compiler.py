@@ -14,7 +14,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from membrane import config
-from membrane.compile_state import KeyedLocks, StateScope, StoreNotes
+from membrane.caches import KeyedLocks
+from membrane.compile_state import StateScope, StoreNotes
 from membrane.messages import HistoryVersion, Message
 from membrane.profile import Watch, start_watch
 from membrane.providers.usage import checked_prompt_tokens, prompt_tokens_from_usage

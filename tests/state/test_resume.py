@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from membrane import ContextCompiler, InMemoryStateStore, RedisStateStore
-from membrane.compile_state import LRUCache, conversation_key
+from membrane.caches import LRUCache
+from membrane.compile_state import conversation_key
 from membrane.stages.window import SHORT_HISTORY_MESSAGES
 from membrane.state import STATE_FORMAT_VERSION, StateStore, StateStoreWarning
 from tests.strategies import conversations

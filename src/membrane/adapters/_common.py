@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from membrane.compile_state import LRUCache
+from membrane.caches import LRUCache
 from membrane.compiler import CompileResult, ContextCompiler
 from membrane.messages import message_text
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from membrane.compile_state import LRUCache
+from membrane.caches import LRUCache
 from membrane.stages.final import FinalInput, FinalSettings, FittedFinal, fit_final
 from membrane.stages.values import Budget, HistoryRequest, Offer, TurnSteps
 from membrane.stages.window import MAX_CONVERSATIONS, HistoryWindow

@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from membrane import config
-from membrane.compile_state import LRUCache, StateView
+from membrane.caches import LRUCache
+from membrane.compile_state import StateView
 from membrane.messages import CheckedPrefix, Message, is_question, message_text
 from membrane.prompt_text import INDEX_HEADER
 from membrane.report import WindowReport
@@ -352,7 +353,7 @@ def _index_room(
     It is what history, the current turn and one keyframe per memory on offer leave of the
     budget, between half of ``index_share`` and all of it.
     """
-    stored = state.conversation_state
+    stored = state.window_fields
     events = tracker.event_count
     share_room = int(settings.index_share * after_core)
     if stored.get("room", 0) > share_room:  # no compile under this budget could have chosen it
@@ -385,7 +386,7 @@ def _save_state(
     events = tracker.event_count
     if not events:
         return  # nothing cut yet: replaying is as cheap as restoring
-    stored = state.conversation_state
+    stored = state.window_fields
     same_share = stored.get("share") == tracker.share
     stored_events = int(stored.get("events", -1)) if same_share else -1
     if stored_events > events or (stored_events == events and "tracker" in stored):

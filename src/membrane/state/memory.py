@@ -63,6 +63,12 @@ class InMemoryStateStore:
         self._lock = threading.Lock()
 
     def get(self, key: str) -> dict[str, Any] | None:
+        raw = self.stored_text(key)
+        return None if raw is None else decode_state(raw)
+
+    def stored_text(self, key: str) -> str | None:
+        """The JSON text kept under ``key``, not decoded (None: none, or expired); reading it
+        marks the key as used, as :meth:`get` does."""
         with self._lock:
             entry = self._data.get(key)
             if entry is None:
@@ -72,7 +78,7 @@ class InMemoryStateStore:
                 del self._data[key]
                 return None
             self._data.move_to_end(key)
-        return decode_state(raw)
+        return raw
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         raw, version = encode_state(value), state_version(value)
