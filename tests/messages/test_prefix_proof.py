@@ -1,4 +1,5 @@
-"""The history proof keeps the last partial chunk's bytes: an edit anywhere is still caught."""
+"""The history proof keeps the last partial chunk's bytes and the whole chunks' marks: an edit
+anywhere is still caught, with marks and with SHA-256 alone (no hash randomization)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from membrane.messages import check_history, prefix_digest
+from membrane.messages import _digest, check_history, prefix_digest
+
+
+@pytest.fixture(autouse=True, params=[True, False], ids=["marks", "sha256"])
+def _marks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_digest, "_MARKS", request.param)
 
 
 def _chat(n: int, size: int) -> list[dict[str, Any]]:
@@ -58,3 +64,18 @@ def test_a_message_that_no_longer_pickles_gives_no_proof() -> None:
     assert second is not None and second.proves is None and second.digest is None
     _, third, _ = check_history(history, second)  # nothing proved: validated in full again
     assert third is not None and third.proves is None
+
+
+def test_a_proof_grown_turn_by_turn_across_chunks_stays_the_digest() -> None:
+    """Turn after turn across whole chunks: each proof proves the last and digests as a fresh
+    one would; an edit in the first chunk after several turns is caught."""
+    history = _chat(400, 40)
+    proof = None
+    for length in range(3, 400, 37):
+        _, checked, _ = check_history(history[:length], proof)
+        assert checked is not None and checked.digest == prefix_digest(history, length)
+        assert proof is None or checked.proves == proof.serial
+        proof = checked
+    history[1]["content"] += "!"
+    _, checked, _ = check_history(history, proof)
+    assert checked is not None and checked.proves is None

@@ -10,7 +10,11 @@ proof that they are the same:
   with SHA instructions; hashing, not pickling, is most of the cost). Messages that cannot be
   pickled give no proof and are validated in full every time. A proof keeps the hash state of
   the whole chunks and, when small, the pickled bytes of the last partial chunk, so the next
-  turn compares those bytes instead of hashing them twice (once to prove, once to extend);
+  turn compares those bytes instead of hashing them twice (once to prove, once to extend).
+  It also keeps each whole chunk's *mark*, Python's keyed hash of its bytes (SipHash under
+  this process's random key, twice the speed of SHA-256): a later turn proves the whole
+  chunks by their marks and takes the SHA-256 state on from the proof. Without hash
+  randomization (``PYTHONHASHSEED`` set) the key is known, and every turn hashes with SHA-256;
 - or the caller's **history version** (``history_version=``, a counter or etag the caller owns):
   the same version, or a larger int counter, vouches that the list only grew since it was
   validated. The digest is then not computed. A wrong version is the caller's bug: the prefix
@@ -22,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import pickle
+import sys
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -44,6 +49,10 @@ _CALL_ID_BYTES = 140
 _CONTENT_BYTES = 600
 # Numbers each validation, so a consumer can tell which one it last read (see ``proves``).
 _SERIALS = itertools.count(1)
+# Whole chunks are proved by their marks (see the module) only when str and bytes hashes are
+# keyed with a random secret; what a mark holds (an int and its slot in a tuple).
+_MARKS = bool(sys.flags.hash_randomization)
+_MARK_BYTES = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +70,8 @@ class _Content:
     base: int
     tail: bytes
     whole: bytes | None
+    #: The mark of each whole chunk (None: they are proved by SHA-256 alone).
+    marks: tuple[int, ...] | None = None
 
     def digest(self) -> bytes:
         """The digest of the prefix, as :func:`prefix_digest` gives it."""
@@ -105,6 +116,7 @@ class CheckedPrefix:
         kept = 0
         if content is not None:
             kept = _CONTENT_BYTES + len(content.tail) + len(content.whole or b"")
+            kept += _MARK_BYTES * len(content.marks or ())
         return _PREFIX_BYTES + _CALL_ID_BYTES * len(self.call_ids) + kept
 
 
@@ -118,28 +130,59 @@ def _update(hasher: Any, data: bytes) -> None:
     hasher.update(data)
 
 
-def _feed(hasher: Any, messages: Sequence[object], start: int, stop: int) -> bool:
-    """Hash ``messages[start:stop]`` a chunk at a time (``start`` on a chunk boundary)."""
+def _feed(
+    hasher: Any, messages: Sequence[object], start: int, stop: int, marks: list[int] | None = None
+) -> bool:
+    """Hash ``messages[start:stop]`` a chunk at a time (``start`` on a chunk boundary), adding
+    each chunk's mark to ``marks`` when given."""
     for at in range(start, stop, _CHUNK):
         try:
             data = _pickled(messages, at, min(at + _CHUNK, stop))
         except Exception:
             return False
         _update(hasher, data)
+        if marks is not None:
+            marks.append(hash(data))
     return True
+
+
+def _same_marks(messages: Sequence[object], marks: tuple[int, ...]) -> bool:
+    """Whether the whole chunks of ``messages`` that ``marks`` cover still have those marks."""
+    try:
+        return all(
+            hash(_pickled(messages, i * _CHUNK, (i + 1) * _CHUNK)) == mark
+            for i, mark in enumerate(marks)
+        )
+    except Exception:
+        return False
 
 
 def prefix_digest(messages: Sequence[object], length: int) -> bytes | None:
     """The digest of ``messages[:length]``, or None when they cannot be serialised."""
-    content = _content(messages, hashlib.sha256(), 0, length)
+    content = _content(messages, hashlib.sha256(), 0, length, marked=False)
     return None if content is None else content.digest()
 
 
-def _content(messages: Sequence[object], hasher: Any, at: int, length: int) -> _Content | None:
-    """The proof of ``messages[:length]``, ``hasher`` holding the whole chunks ``[0:at]``."""
+def _content(
+    messages: Sequence[object],
+    hasher: Any,
+    at: int,
+    length: int,
+    marks: tuple[int, ...] | None = None,
+    *,
+    marked: bool = True,
+) -> _Content | None:
+    """The proof of ``messages[:length]``, ``hasher`` holding the whole chunks ``[0:at]`` and
+    ``marks`` their marks (None: none kept; from ``at`` 0, kept when they can be and ``marked``).
+    """
     base = length - length % _CHUNK
-    if not _feed(hasher, messages, at, base):
+    if marks is not None:
+        new_marks: list[int] | None = list(marks)
+    else:
+        new_marks = [] if at == 0 and _MARKS and marked else None
+    if not _feed(hasher, messages, at, base, new_marks):
         return None
+    kept_marks = tuple(new_marks) if new_marks is not None else None
     tail = b""
     if base < length:
         try:
@@ -147,10 +190,10 @@ def _content(messages: Sequence[object], hasher: Any, at: int, length: int) -> _
         except Exception:
             return None
     if len(tail) <= _KEEP_TAIL:
-        return _Content(hasher, base, tail, None)
+        return _Content(hasher, base, tail, None, kept_marks)
     whole = hasher.copy()
     _update(whole, tail)
-    return _Content(hasher, base, b"", bytes(whole.digest()))
+    return _Content(hasher, base, b"", bytes(whole.digest()), kept_marks)
 
 
 def _prove(
@@ -160,10 +203,15 @@ def _prove(
     ``messages``; every message is pickled and hashed at most once, bar a dropped tail."""
     if proof is None:
         return False, _content(messages, hashlib.sha256(), 0, len(messages))
-    hasher = hashlib.sha256()
-    if not _feed(hasher, messages, 0, proof.base):
-        return False, None
-    same = hasher.digest() == proof.head.digest()
+    if proof.marks is not None:
+        if not _same_marks(messages, proof.marks):
+            return False, _content(messages, hashlib.sha256(), 0, len(messages))
+        hasher, same = proof.head.copy(), True  # the chunks hashed into it are unchanged
+    else:
+        hasher = hashlib.sha256()
+        if not _feed(hasher, messages, 0, proof.base):
+            return False, None
+        same = hasher.digest() == proof.head.digest()
     if same and proof.base < proved:
         try:
             tail = _pickled(messages, proof.base, proved)
@@ -175,7 +223,7 @@ def _prove(
             whole = hasher.copy()
             _update(whole, tail)
             same = whole.digest() == proof.whole
-    return same, _content(messages, hasher, proof.base, len(messages))
+    return same, _content(messages, hasher, proof.base, len(messages), proof.marks)
 
 
 def _check_version(version: object) -> None:
