@@ -189,10 +189,11 @@ class StateView:
         """
         if self._state is not None:
             return _window_fields_of(self._state)
-        mark = self._stored_mark()
-        known = self.windows.get(self.key) if mark is not None and self.windows else None
-        if known is not None and known[0] == mark:
-            return known[1]
+        windows, mark = self.windows, self._stored_mark()
+        if windows is not None and mark is not None:
+            known = windows.get(self.key)
+            if known is not None and known[0] == mark:
+                return known[1]
         fields = _window_fields_of(self.conversation_state)
         clean = not self.notes.discarded and not self._unknown_fields
         if clean and mark is not None and mark == self._stored_mark():  # none written since

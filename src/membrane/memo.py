@@ -40,6 +40,7 @@ __all__ = [
     "register_memo",
     "skip_memo_writes",
     "strings_bytes",
+    "text_map_bytes",
     "words_map_bytes",
     "writes_skipped",
 ]
@@ -171,6 +172,12 @@ def words_map_bytes(text: str, mapping: Mapping[str, object]) -> int:
     """The bytes of a mapping of words cut from ``text`` to numbers (a read-only view counted
     with its dict: its slots, and the word strings)."""
     return 2 * _size(mapping) + 32 * len(mapping) + cut_bytes(text, mapping)
+
+
+def text_map_bytes(text: str, mapping: Mapping[str, object]) -> int:
+    """A memo entry's bytes: ``text`` as its key, a mapping of words cut from it as its value
+    (:func:`words_map_bytes`)."""
+    return _size(text) + words_map_bytes(text, mapping)
 
 
 class _Generations:

@@ -159,7 +159,7 @@ def _same_marks(messages: Sequence[object], marks: tuple[int, ...]) -> bool:
 
 def prefix_digest(messages: Sequence[object], length: int) -> bytes | None:
     """The digest of ``messages[:length]``, or None when they cannot be serialised."""
-    content = _content(messages, hashlib.sha256(), 0, length, marked=False)
+    content = _content(messages, hashlib.sha256(), 0, length)
     return None if content is None else content.digest()
 
 
@@ -169,17 +169,11 @@ def _content(
     at: int,
     length: int,
     marks: tuple[int, ...] | None = None,
-    *,
-    marked: bool = True,
 ) -> _Content | None:
     """The proof of ``messages[:length]``, ``hasher`` holding the whole chunks ``[0:at]`` and
-    ``marks`` their marks (None: none kept; from ``at`` 0, kept when they can be and ``marked``).
-    """
+    ``marks`` their marks (None: the proof keeps none)."""
     base = length - length % _CHUNK
-    if marks is not None:
-        new_marks: list[int] | None = list(marks)
-    else:
-        new_marks = [] if at == 0 and _MARKS and marked else None
+    new_marks = list(marks) if marks is not None else None
     if not _feed(hasher, messages, at, base, new_marks):
         return None
     kept_marks = tuple(new_marks) if new_marks is not None else None
@@ -196,16 +190,21 @@ def _content(
     return _Content(hasher, base, b"", bytes(whole.digest()), kept_marks)
 
 
+def _fresh_proof(messages: Sequence[object]) -> _Content | None:
+    """The proof of all ``messages``, made from nothing (with marks when they can be kept)."""
+    return _content(messages, hashlib.sha256(), 0, len(messages), () if _MARKS else None)
+
+
 def _prove(
     messages: Sequence[object], proof: _Content | None, proved: int
 ) -> tuple[bool, _Content | None]:
     """Whether ``messages[:proved]`` is what ``proof`` was made from, and the proof of all
     ``messages``; every message is pickled and hashed at most once, bar a dropped tail."""
     if proof is None:
-        return False, _content(messages, hashlib.sha256(), 0, len(messages))
+        return False, _fresh_proof(messages)
     if proof.marks is not None:
         if not _same_marks(messages, proof.marks):
-            return False, _content(messages, hashlib.sha256(), 0, len(messages))
+            return False, _fresh_proof(messages)
         hasher, same = proof.head.copy(), True  # the chunks hashed into it are unchanged
     else:
         hasher = hashlib.sha256()
@@ -288,7 +287,7 @@ def check_history(
     if not history:
         return history, None, read
     if not digested and version is None:  # a caller with versions never needs the digest
-        content = _content(history, hashlib.sha256(), 0, len(history))
+        content = _fresh_proof(history)
     new_ids = tool_call_ids(history, start)
     ids: AbstractSet[str] = earlier | new_ids if new_ids else earlier
     proves = previous.serial if previous is not None and start else None

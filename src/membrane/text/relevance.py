@@ -11,7 +11,7 @@ from itertools import repeat
 from types import MappingProxyType
 from typing import Protocol
 
-from membrane.memo import memoised, pieces_bytes, words_map_bytes
+from membrane.memo import memoised, pieces_bytes, text_map_bytes
 from membrane.text._ascii import MARKS, ascii_spaced, ascii_words, has_edge_marks
 
 __all__ = [
@@ -354,7 +354,7 @@ def query_weights(query: str) -> Mapping[str, float]:
     return _query_weights(query)
 
 
-@memoised(0.01, lambda query, weights: sys.getsizeof(query) + words_map_bytes(query, weights))
+@memoised(0.01, text_map_bytes)
 def _query_weights(query: str) -> Mapping[str, float]:
     sentences, asks = _asked_sentences(query)
     weights: dict[str, float] = {}

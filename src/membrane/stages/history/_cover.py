@@ -7,12 +7,11 @@ it, a turn that asks nothing against what each kept message states.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from membrane.memo import memoised, words_map_bytes
+from membrane.memo import memoised, text_map_bytes
 from membrane.stages.history._passages import PassageList, RecalledPassage, stated_memo
 from membrane.stages.history._postings import PostingIndex
 from membrane.stages.history._score import MAX_POSTINGS_SCANNED, telling_words
@@ -98,7 +97,7 @@ def window_cover(
     return WindowCover(telling, tuple(held), asks, writers)
 
 
-@memoised(0.1, lambda text, stated: sys.getsizeof(text) + words_map_bytes(text, stated))
+@memoised(0.1, text_map_bytes)
 def _stated_text(text: str) -> Mapping[str, float]:
     """:func:`stated_memo` of ``text``'s sentences (a kept message's, read on every turn)."""
     return stated_memo(tuple(split_sentences(text)))
