@@ -22,8 +22,8 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Collection, Hashable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Hashable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "memos_held_bytes",
     "pieces_bytes",
     "register_memo",
+    "sentences_map_bytes",
     "skip_memo_writes",
     "strings_bytes",
     "text_map_bytes",
@@ -76,8 +77,11 @@ _TOTAL = _read_total()
 #: A call reading more distinct texts than this at once (a history replayed whole, an offer
 #: of tens of thousands of memories) keeps none of them in the memos (:func:`skip_memo_writes`).
 BULK_ITEMS = 10_000
-# Per thread: whether its memo misses are kept (see skip_memo_writes).
+# Per thread: whether its memo misses are kept (see skip_memo_writes); and how many threads
+# skip now, so that the usual case (none) costs a global read, not a thread-local one.
 _SKIPPING = threading.local()
+_skipping_threads = 0
+_skipping_lock = threading.Lock()
 # Each memo's count of the bytes it holds, and how to empty it.
 _HOLDERS: list[tuple[Callable[[], int], Callable[[], None]]] = []
 
@@ -98,8 +102,7 @@ def clear_memos() -> None:
         clear()
 
 
-@contextmanager
-def skip_memo_writes(active: bool = True) -> Iterator[None]:
+def skip_memo_writes(active: bool = True) -> AbstractContextManager[None]:
     """While active, this thread's memoised functions (and token counters' memos) compute what
     their memo lacks without keeping it; what a memo holds is still read.
 
@@ -107,18 +110,33 @@ def skip_memo_writes(active: bool = True) -> Iterator[None]:
     about what computing it does, and would push out everything the memos hold for the turns
     of other conversations. Other threads keep filling their memos as usual.
     """
-    before = getattr(_SKIPPING, "on", False)
-    _SKIPPING.on = before or active
-    try:
-        yield
-    finally:
-        _SKIPPING.on = before
+    return _Skipping() if active else nullcontext()
+
+
+class _Skipping:
+    """The context :func:`skip_memo_writes` returns when active (a nested one changes nothing)."""
+
+    __slots__ = ("_outer",)
+
+    def __enter__(self) -> None:
+        global _skipping_threads
+        self._outer = getattr(_SKIPPING, "on", False)
+        if not self._outer:
+            with _skipping_lock:
+                _skipping_threads += 1
+            _SKIPPING.on = True
+
+    def __exit__(self, *exc_info: object) -> None:
+        global _skipping_threads
+        if not self._outer:
+            _SKIPPING.on = False
+            with _skipping_lock:
+                _skipping_threads -= 1
 
 
 def writes_skipped() -> bool:
     """Whether this thread is inside an active :func:`skip_memo_writes`."""
-    skipped: bool = getattr(_SKIPPING, "on", False)
-    return skipped
+    return _skipping_threads > 0 and bool(getattr(_SKIPPING, "on", False))
 
 
 def register_memo(held: Callable[[], int], clear: Callable[[], None]) -> None:
@@ -162,16 +180,23 @@ def cut_bytes(text: str, parts: Collection[str]) -> int:
     return strings_bytes(parts)
 
 
+# The functions below run on every memo miss: cut_bytes is written out in each.
+
+
 def pieces_bytes(text: str, parts: tuple[str, ...] | frozenset[str]) -> int:
     """A memo entry's bytes: ``text`` as its key, the collection of pieces cut from it as
     its value (:func:`cut_bytes`)."""
-    return _size(text) + _size(parts) + cut_bytes(text, parts)
+    if text.isascii():
+        return _size(text) + _size(parts) + _ASCII_STR_BYTES * len(parts) + len(text)
+    return _size(text) + _size(parts) + strings_bytes(parts)
 
 
 def words_map_bytes(text: str, mapping: Mapping[str, object]) -> int:
     """The bytes of a mapping of words cut from ``text`` to numbers (a read-only view counted
     with its dict: its slots, and the word strings)."""
-    return 2 * _size(mapping) + 32 * len(mapping) + cut_bytes(text, mapping)
+    if text.isascii():
+        return 2 * _size(mapping) + (32 + _ASCII_STR_BYTES) * len(mapping) + len(text)
+    return 2 * _size(mapping) + 32 * len(mapping) + strings_bytes(mapping)
 
 
 def text_map_bytes(text: str, mapping: Mapping[str, object]) -> int:
@@ -180,39 +205,46 @@ def text_map_bytes(text: str, mapping: Mapping[str, object]) -> int:
     return _size(text) + words_map_bytes(text, mapping)
 
 
+def sentences_map_bytes(sentences: tuple[str, ...], mapping: Mapping[str, object]) -> int:
+    """A memo entry's bytes: a tuple of sentences as its key (each counted), a mapping of
+    words cut from them as its value (:func:`words_map_bytes`)."""
+    joined = "".join(sentences)
+    if joined.isascii():
+        strings = _ASCII_STR_BYTES * len(sentences) + len(joined)
+    else:
+        strings = sum(map(_size, sentences))
+    return _size(sentences) + strings + words_map_bytes(joined, mapping)
+
+
 class _Generations:
     """The two generations of one memo, and the bytes they hold (see the module)."""
 
-    __slots__ = ("half", "held", "lock", "old", "old_bytes", "young", "young_bytes")
+    __slots__ = ("half", "lock", "old", "old_bytes", "young", "young_bytes")
 
     def __init__(self, max_bytes: int) -> None:
         self.half = max_bytes // 2
+        # The young dict stays the same object (the memo reads it without a lock).
         self.young: dict[Any, Any] = {}
         self.old: dict[Any, Any] = {}
         self.young_bytes = 0
         self.old_bytes = 0
-        self.held = 0
         self.lock = threading.Lock()
 
-    def keep(self, key: object, value: object, cost: int) -> None:
-        with self.lock:
-            if key in self.young:
-                return
-            if self.young_bytes + cost > self.half:
-                # The young dict stays the same object (the memo reads it without a lock).
-                self.old = dict(self.young)
-                self.old_bytes = self.young_bytes
-                self.young.clear()
-                self.young_bytes = 0
-            self.young[key] = value
-            self.young_bytes += cost
-            self.held = self.young_bytes + self.old_bytes
+    def held(self) -> int:
+        return self.young_bytes + self.old_bytes
+
+    def rotate(self) -> None:
+        """The young generation becomes the old one (the caller holds the lock)."""
+        self.old = dict(self.young)
+        self.old_bytes = self.young_bytes
+        self.young.clear()
+        self.young_bytes = 0
 
     def clear(self) -> None:
         with self.lock:
             self.young.clear()
             self.old = {}
-            self.young_bytes = self.old_bytes = self.held = 0
+            self.young_bytes = self.old_bytes = 0
 
 
 def memoised(
@@ -225,24 +257,29 @@ def memoised(
 
     def decorate(fn: Callable[[K], V]) -> Callable[[K], V]:
         memo = _Generations(int(share * _TOTAL))
-        register_memo(lambda: memo.held, memo.clear)
-        young_get = memo.young.get
-
-        def miss(key: K) -> V:
-            value: V | None = memo.old.get(key)
-            if value is None:
-                value = fn(key)
-            if getattr(_SKIPPING, "on", False):
-                return value
-            cost = entry_bytes(key, value) + _SLOT_BYTES
-            if cost <= memo.half:
-                memo.keep(key, value, cost)
-            return value
+        register_memo(memo.held, memo.clear)
+        young, lock, half = memo.young, memo.lock, memo.half
+        young_get = young.get
 
         @functools.wraps(fn)
         def lookup(key: K) -> V:
             value: V | None = young_get(key)
-            return miss(key) if value is None else value
+            if value is not None:
+                return value
+            value = memo.old.get(key)
+            if value is None:
+                value = fn(key)
+            if _skipping_threads and getattr(_SKIPPING, "on", False):
+                return value
+            cost = entry_bytes(key, value) + _SLOT_BYTES
+            if cost <= half:
+                with lock:
+                    if key not in young:
+                        if memo.young_bytes + cost > half:
+                            memo.rotate()
+                        young[key] = value
+                        memo.young_bytes += cost
+            return value
 
         return lookup
 

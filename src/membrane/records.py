@@ -7,6 +7,7 @@ The compiler takes :class:`MemoryItem` rows, the typed records below, or any obj
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -14,7 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from membrane import config
 from membrane import packaged as resources
 from membrane.errors import InvalidInputError
-from membrane.memo import fields_bytes, memoised
+from membrane.memo import memoised
 from membrane.prompt_text import memory_body as memory_body_text
 
 __all__ = [
@@ -319,7 +320,18 @@ def _body(
     return memory_body_text(_LABEL_BY_KIND[kind], note_kind, text, conf), shortened
 
 
-@memoised(0.04, lambda key, body: fields_bytes(key) + fields_bytes(body))
+# A _memoised_body entry besides its two texts and the body: the key's tuple, a kind, a float
+# and a cap (an int or None), the value's tuple and bool (generously: about 280 bytes).
+_BODY_ENTRY_BYTES = 400
+
+
+def _body_entry_bytes(key: tuple[str, str, str, float, int | None], body: tuple[str, bool]) -> int:
+    return (
+        _BODY_ENTRY_BYTES + sys.getsizeof(key[1]) + sys.getsizeof(key[2]) + sys.getsizeof(body[0])
+    )
+
+
+@memoised(0.04, _body_entry_bytes)
 def _memoised_body(key: tuple[str, str, str, float, int | None]) -> tuple[str, bool]:
     """:func:`_body` of ``key``'s fields: the same memories are offered again on many turns."""
     return _body(*key)

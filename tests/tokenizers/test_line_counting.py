@@ -121,7 +121,9 @@ def test_sentences_of_a_counted_message_are_memoised() -> None:
     # them joined again.
     for text in [*sentences, " ".join(sentences[1:7])]:
         assert memo.count(text) == len(load_encoding("cl100k_base").encode_ordinary(text))
-    assert spy.calls == []
+    # No sentence is tokenised again: each comes from its piece in the message (" Sentence 1
+    # names ..."), less its first word with the space, plus the word without it.
+    assert spy.calls == [" Sentence", "Sentence"]
 
 
 @settings(max_examples=400)
@@ -161,6 +163,24 @@ def test_labelled_line_reuses_the_count_of_its_text() -> None:
         assert memo.count(line) == len(load_encoding("cl100k_base").encode_ordinary(line))
     # Only the new labels and the first word with its space are tokenised.
     assert spy.calls == ["[Mem:2]", "[user]", "Sure", " Sure"]
+
+
+@settings(max_examples=300)
+@given(
+    label=st.sampled_from(["[Mem:3]", "[user]", "a]", "]"]),
+    sentences=st.lists(texts, min_size=2, max_size=6),
+    known=st.booleans(),
+    encoding=st.sampled_from(["cl100k_base", "o200k_base"]),
+)
+def test_labelled_sentences_count_equals_whole_count(
+    label: str, sentences: list[str], known: bool, encoding: str
+) -> None:
+    memo = MemoizedCounter(TiktokenAdapter(encoding))
+    body = ". ".join(sentences)
+    if known:  # as with a message's line in the index: its text was counted first
+        memo.count(body)
+    line = f"{label} {body}"
+    assert memo.count(line) == len(load_encoding(encoding).encode_ordinary(line))
 
 
 @settings(max_examples=400)

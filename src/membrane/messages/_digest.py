@@ -53,6 +53,8 @@ _SERIALS = itertools.count(1)
 # keyed with a random secret; what a mark holds (an int and its slot in a tuple).
 _MARKS = bool(sys.flags.hash_randomization)
 _MARK_BYTES = 40
+# pickle's FRAME opcode (protocol 4 and later), followed by the frame's length in 8 bytes.
+_FRAME = 0x95
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,8 @@ class _Content:
     whole: bytes | None
     #: The mark of each whole chunk (None: they are proved by SHA-256 alone).
     marks: tuple[int, ...] | None = None
+    #: The length of the partial chunk's pickle, kept or not.
+    tail_len: int = 0
 
     def digest(self) -> bytes:
         """The digest of the prefix, as :func:`prefix_digest` gives it."""
@@ -169,25 +173,53 @@ def _content(
     at: int,
     length: int,
     marks: tuple[int, ...] | None = None,
+    tail: bytes | None = None,
 ) -> _Content | None:
     """The proof of ``messages[:length]``, ``hasher`` holding the whole chunks ``[0:at]`` and
-    ``marks`` their marks (None: the proof keeps none)."""
+    ``marks`` their marks (None: the proof keeps none); ``tail``: the pickle of the partial
+    chunk ``[at:length]`` when the caller made it."""
     base = length - length % _CHUNK
     new_marks = list(marks) if marks is not None else None
     if not _feed(hasher, messages, at, base, new_marks):
         return None
     kept_marks = tuple(new_marks) if new_marks is not None else None
-    tail = b""
-    if base < length:
+    if tail is None or base != at:
         try:
-            tail = _pickled(messages, base, length)
+            tail = _pickled(messages, base, length) if base < length else b""
         except Exception:
             return None
     if len(tail) <= _KEEP_TAIL:
-        return _Content(hasher, base, tail, None, kept_marks)
+        return _Content(hasher, base, tail, None, kept_marks, len(tail))
     whole = hasher.copy()
     _update(whole, tail)
-    return _Content(hasher, base, b"", bytes(whole.digest()), kept_marks)
+    return _Content(hasher, base, b"", bytes(whole.digest()), kept_marks, len(tail))
+
+
+def _opening(grown: bytes, length: int) -> bytes:
+    """The ``length``-byte pickle of a list whose items open the list ``grown`` pickles,
+    rebuilt from ``grown``'s bytes; anything else when ``length`` does not end an item.
+
+    A pickled list (protocol 5) is its frames, each a FRAME opcode with its length, holding
+    the list's items in turn and then APPENDS and STOP (``e.``). The pickle of the first
+    items is the same bytes up to their end, bar the length of its last frame.
+    """
+    start, end = 2, length - 2
+    while start + 9 < len(grown) and grown[start] == _FRAME:
+        step = 9 + int.from_bytes(grown[start + 1 : start + 9], "little")
+        if start + step >= end:
+            break
+        start += step
+    size = (length - start - 9).to_bytes(8, "little")
+    return b"".join((grown[:start], bytes([_FRAME]), size, grown[start + 9 : end], b"e."))
+
+
+def _same_tail(proof: _Content, hasher: Any, tail: bytes) -> bool:
+    """Whether ``tail`` is the partial chunk's pickle ``proof`` was made from."""
+    if proof.whole is None:
+        return tail == proof.tail
+    whole = hasher.copy()
+    _update(whole, tail)
+    return bool(whole.digest() == proof.whole)
 
 
 def _fresh_proof(messages: Sequence[object]) -> _Content | None:
@@ -211,18 +243,17 @@ def _prove(
         if not _feed(hasher, messages, 0, proof.base):
             return False, None
         same = hasher.digest() == proof.head.digest()
+    grown = None
     if same and proof.base < proved:
         try:
-            tail = _pickled(messages, proof.base, proved)
+            if len(messages) - proof.base < _CHUNK:  # one pickle proves and extends the tail
+                grown = _pickled(messages, proof.base, len(messages))
+                same = _same_tail(proof, hasher, _opening(grown, proof.tail_len))
+            if grown is None or not same:  # or its frames fell otherwise: pickled apart
+                same = _same_tail(proof, hasher, _pickled(messages, proof.base, proved))
         except Exception:
             return False, None
-        if proof.whole is None:
-            same = tail == proof.tail
-        else:
-            whole = hasher.copy()
-            _update(whole, tail)
-            same = whole.digest() == proof.whole
-    return same, _content(messages, hasher, proof.base, len(messages), proof.marks)
+    return same, _content(messages, hasher, proof.base, len(messages), proof.marks, grown)
 
 
 def _check_version(version: object) -> None:

@@ -340,16 +340,15 @@ class MemoizedCounter:
         """Like :meth:`count` for a piece that has no cut left in it."""
         n = self._texts.get(piece)
         if n is None:
-            n = self._count_uncut(piece, spaced=True)
+            n = self._count_uncut(piece)
             self._texts.put(piece, n)
         return n
 
-    def _count_uncut(self, text: str, *, spaced: bool = False) -> int:
+    def _count_uncut(self, text: str) -> int:
         """The count of ``text`` from memoised parts where the rules above allow.
 
-        ``spaced``: ``text`` is a piece of a longer text, such as a sentence after the one
-        before it (" Next one."); its count then comes from the sentence without the space,
-        which is memoised for when the sentence is counted alone (an index line, a passage).
+        A sentence after the one before it (" Next one.") and the same sentence alone (an
+        index line, a passage) are counted from each other, whichever was counted first.
         """
         # "line.\n" from the count of "line." (usually memoised): only the last piece differs.
         line = text.rstrip("\n")
@@ -362,13 +361,15 @@ class MemoizedCounter:
         space = text.find(" ")
         if space > 0 and text[space - 1] == "]":
             return self.count(text[:space]) + self.count(text[space:])
-        # " text" from a memoised "text": only the first word's piece takes the space.
-        word = _leading_word(text[1:]) if text.startswith(" ") else None
-        known = self._texts.get(text[1:]) if word is not None else None
-        if word is not None and known is None and spaced:
-            known = self._count_piece(text[1:])
-        if word is not None and known is not None:
-            return known - self.count(word) + self.count(" " + word)
+        # " text" from a memoised "text", or back: only the first word's piece takes the space.
+        if text.startswith(" "):
+            word = _leading_word(text[1:])
+            if word is not None and (known := self._texts.get(text[1:])) is not None:
+                return known - self.count(word) + self.count(" " + word)
+        elif (word := _leading_word(text)) is not None and (
+            known := self._texts.get(" " + text)
+        ) is not None:
+            return known - self.count(" " + word) + self.count(word)
         return self.inner.count(text)
 
     def __repr__(self) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple, overload
 
-from membrane.memo import key_bytes, memoised, pieces_bytes, words_map_bytes
+from membrane.memo import fields_bytes, memoised, pieces_bytes, sentences_map_bytes
 from membrane.prompt_text import recalled_line
 from membrane.stages.history._shared import Count, is_request
 from membrane.text.relevance import content_words, stem
@@ -266,7 +266,7 @@ def sentence_stems(sentence: str) -> tuple[str, ...]:
     return _read_sentence(sentence).stems
 
 
-@memoised(0.1, lambda key, stated: key_bytes(key) + words_map_bytes("".join(key), stated))
+@memoised(0.1, sentences_map_bytes)
 def stated_memo(sentences: tuple[str, ...]) -> Mapping[str, float]:
     """:func:`stated_words`, memoised and read-only."""
     # Memoised: a passage's words are read again whenever a query matches it, a
@@ -296,6 +296,6 @@ def recalled_line_of(role: str, text: str) -> str:
     return _recalled_line((role, text))
 
 
-@memoised(0.03, lambda key, line: key_bytes(key) + sys.getsizeof(line))
+@memoised(0.03, lambda key, line: fields_bytes(key) + sys.getsizeof(line))
 def _recalled_line(key: tuple[str, str]) -> str:
     return recalled_line(*key)
