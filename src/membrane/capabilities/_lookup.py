@@ -288,19 +288,12 @@ def get_model_capabilities(
     if limits is not None and not isinstance(limits, ModelLimits):
         raise TypeError(f"limits must be a ModelLimits, got {type(limits).__name__}")
     parsed, match = _lookup(model_id)
-    provider = _provider(match.key if match is not None else model_id)
-    reasoning = match is not None and match.key in parsed.reasoning
-    found = ModelCapabilities(
-        _context_cap(parsed, match),
-        _caching(parsed, match),
-        _pricing(parsed, match),
-        None if match is None else parsed.max_outputs.get(match.key),
-        provider,
-        None if match is None else parsed.max_inputs.get(match.key),
-        reasoning,
-        None if provider is None else parsed.reasoning_reserve.get(provider),
-        match is not None and match.key in parsed.cache_breakpoints,
-    )
+    found: ModelCapabilities | None = parsed.found.get(model_id)
+    if found is None:
+        found = _capabilities(parsed, match, model_id)
+        if len(parsed.found) >= _MAX_RESOLVED:
+            parsed.found.clear()
+        parsed.found[model_id] = found
     if limits is None:
         return found
     return replace(
@@ -308,6 +301,23 @@ def get_model_capabilities(
         context_cap=limits.context_window or found.context_cap,
         max_output_tokens=limits.max_output_tokens or found.max_output_tokens,
         reasoning=found.reasoning if limits.reasoning is None else limits.reasoning,
+    )
+
+
+def _capabilities(
+    parsed: ParsedMap, match: Match | None, model_id: str | None
+) -> ModelCapabilities:
+    provider = _provider(match.key if match is not None else model_id)
+    return ModelCapabilities(
+        _context_cap(parsed, match),
+        _caching(parsed, match),
+        _pricing(parsed, match),
+        None if match is None else parsed.max_outputs.get(match.key),
+        provider,
+        None if match is None else parsed.max_inputs.get(match.key),
+        match is not None and match.key in parsed.reasoning,
+        None if provider is None else parsed.reasoning_reserve.get(provider),
+        match is not None and match.key in parsed.cache_breakpoints,
     )
 
 

@@ -131,10 +131,9 @@ class ParsedMap:
     families: dict[str, tuple[tuple[tuple[int, int], str], ...]] = dataclasses.field(
         default_factory=dict
     )
-    # Model ids already resolved against this map (a compile asks several times).
-    resolved: dict[str, Match | None] = dataclasses.field(
-        default_factory=dict, compare=False, repr=False
-    )
+    # Model ids resolved against this map, and their capabilities (every compile asks).
+    resolved: dict[str, Match | None] = dataclasses.field(default_factory=dict, compare=False)
+    found: dict[str | None, Any] = dataclasses.field(default_factory=dict, compare=False)
 
 
 def map_error(where: str, problem: str) -> InvalidInputError:
