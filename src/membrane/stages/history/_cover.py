@@ -104,9 +104,12 @@ def _stated_text(text: str) -> Mapping[str, float]:
 
 
 def _gain(stated: Mapping[str, float], cover: WindowCover) -> float:
-    """What ``stated`` (telling word -> sentence weight) adds beyond the best kept message."""
+    """What ``stated`` (telling word -> sentence weight) adds beyond the best kept message.
+
+    Sums here are ``math.fsum``'s, exact whatever order the words come in.
+    """
     weights = cover.telling
-    shared = {w: weights[w] * h for w, h in sorted(stated.items())}
+    shared = {w: weights[w] * h for w, h in stated.items()}
     best = 0.0
     for held in cover.held:
         # One shared word does not show that a kept message says the same thing.
@@ -123,7 +126,7 @@ def _answered(cover: WindowCover) -> float:
     focus = next(iter(weights), None)
     return max(
         (
-            math.fsum(weights[w] * h for w, h in sorted(held))
+            math.fsum(weights[w] * h for w, h in held)
             for held in cover.held
             if len(held) >= MIN_HELD_WORDS and any(w == focus for w, _ in held)
         ),
@@ -167,7 +170,7 @@ def _needed_now(
     if cover.asks:
         answered = _answered(cover)
         gains = {
-            m: math.fsum(telling[w] * h for w, h in sorted(stated.items())) - answered
+            m: math.fsum(telling[w] * h for w, h in stated.items()) - answered
             for m, stated in by_message.items()
         }
         return {pid: s for pid, s in scores.items() if gains[messages[pid]] > 0.0}
