@@ -3,9 +3,12 @@ anywhere is still caught, with marks and with SHA-256 alone (no hash randomizati
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from membrane.messages import _digest, check_history, prefix_digest
 
@@ -79,3 +82,54 @@ def test_a_proof_grown_turn_by_turn_across_chunks_stays_the_digest() -> None:
     history[1]["content"] += "!"
     _, checked, _ = check_history(history, proof)
     assert checked is not None and checked.proves is None
+
+
+_SIZES = st.sampled_from([5, 60, 700, 3_000, 20_000, 70_000])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(_SIZES, min_size=2, max_size=140),
+    steps=st.lists(st.integers(1, 40), min_size=1, max_size=6),
+    edit=st.none() | st.tuples(st.integers(0, 10_000), st.sampled_from(["append", "same", "role"])),
+)
+def test_each_proof_proves_exactly_the_unchanged_prefix(
+    sizes: list[int], steps: list[int], edit: tuple[int, str] | None
+) -> None:
+    """Grown turn by turn (one pickle proves the partial chunk and extends it, or, where its
+    frames fall otherwise, two), a proof proves the last one unless a message it covered was
+    edited, and always digests as a fresh proof would."""
+    roles = ("user", "assistant")
+    history = [{"role": roles[i % 2], "content": f"m{i}" + "x" * n} for i, n in enumerate(sizes)]
+    length, proof = 1, None
+    for step in steps:
+        length = min(length + step, len(history))
+        _, checked, _ = check_history(history[:length], proof)
+        assert checked is not None and checked.digest == prefix_digest(history, length)
+        assert proof is None or checked.proves == proof.serial
+        proof = checked
+    assert proof is not None
+    edited = [dict(m) for m in history]
+    if edit is not None:
+        at, how = edit[0] % proof.length, edit[1]
+        message = edited[at]
+        if how == "append":
+            message["content"] += "!"
+        elif how == "same":  # the same length, one character changed
+            message["content"] = "M" + message["content"][1:]
+        else:
+            message["role"] = roles[(roles.index(message["role"]) + 1) % 2]
+    _, checked, _ = check_history(edited, proof)
+    assert checked is not None and checked.digest == prefix_digest(edited, len(edited))
+    assert (checked.proves == proof.serial) is (edit is None)
+
+
+@given(sizes=st.lists(st.sampled_from([5, 60, 700, 3_000, 20_000]), min_size=2, max_size=140))
+def test_the_opening_items_pickle_is_rebuilt_from_the_grown_list(sizes: list[int]) -> None:
+    """Without a string too long for a frame, the pickle of the first items (two or more) is
+    read from the whole list's pickle: no second pickle on an ordinary turn."""
+    history = [{"role": "user", "content": "x" * n} for n in sizes]
+    grown = pickle.dumps(history, protocol=5)
+    for k in range(2, len(history) + 1, 7):
+        opening = pickle.dumps(history[:k], protocol=5)
+        assert b"".join(_digest._opening(grown, len(opening))) == opening

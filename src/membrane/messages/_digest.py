@@ -195,9 +195,9 @@ def _content(
     return _Content(hasher, base, b"", bytes(whole.digest()), kept_marks, len(tail))
 
 
-def _opening(grown: bytes, length: int) -> bytes:
-    """The ``length``-byte pickle of a list whose items open the list ``grown`` pickles,
-    rebuilt from ``grown``'s bytes; anything else when ``length`` does not end an item.
+def _opening(grown: bytes, length: int) -> list[bytes | memoryview]:
+    """The ``length``-byte pickle of a list whose items open the list ``grown`` pickles, in
+    parts read from ``grown`` (not copied); other bytes when ``length`` does not end an item.
 
     A pickled list (protocol 5) is its frames, each a FRAME opcode with its length, holding
     the list's items in turn and then APPENDS and STOP (``e.``). The pickle of the first
@@ -209,16 +209,27 @@ def _opening(grown: bytes, length: int) -> bytes:
         if start + step >= end:
             break
         start += step
-    size = (length - start - 9).to_bytes(8, "little")
-    return b"".join((grown[:start], bytes([_FRAME]), size, grown[start + 9 : end], b"e."))
+    view = memoryview(grown)
+    header = bytes([_FRAME]) + (length - start - 9).to_bytes(8, "little")
+    return [view[:start], header, view[start + 9 : end], b"e."]
 
 
-def _same_tail(proof: _Content, hasher: Any, tail: bytes) -> bool:
-    """Whether ``tail`` is the partial chunk's pickle ``proof`` was made from."""
+def _same_tail(proof: _Content, hasher: Any, parts: list[bytes | memoryview]) -> bool:
+    """Whether ``parts``, joined, are the partial chunk's pickle ``proof`` was made from."""
+    length = sum(map(len, parts))
+    if length != proof.tail_len:
+        return False
     if proof.whole is None:
-        return tail == proof.tail
+        at, tail = 0, proof.tail
+        for part in parts:
+            if not tail.startswith(part, at):
+                return False
+            at += len(part)
+        return True
     whole = hasher.copy()
-    _update(whole, tail)
+    whole.update(length.to_bytes(8, "little"))
+    for part in parts:
+        whole.update(part)
     return bool(whole.digest() == proof.whole)
 
 
@@ -250,7 +261,7 @@ def _prove(
                 grown = _pickled(messages, proof.base, len(messages))
                 same = _same_tail(proof, hasher, _opening(grown, proof.tail_len))
             if grown is None or not same:  # or its frames fell otherwise: pickled apart
-                same = _same_tail(proof, hasher, _pickled(messages, proof.base, proved))
+                same = _same_tail(proof, hasher, [_pickled(messages, proof.base, proved)])
         except Exception:
             return False, None
     return same, _content(messages, hasher, proof.base, len(messages), proof.marks, grown)
