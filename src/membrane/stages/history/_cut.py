@@ -92,9 +92,9 @@ _LINE_BYTES = 260
 _SCORE_BYTES = 110
 
 
-def _sentence_words(text: str) -> list[str]:
-    """The content words of ``text``'s sentences; as a set, those of the whole text."""
-    return [w for sentence in split_sentences(text) for w in content_words(sentence)]
+def _sentence_words(text: str) -> set[str]:
+    """The content words of ``text``'s sentences (those of the whole text)."""
+    return set(itertools.chain.from_iterable(map(content_words, split_sentences(text))))
 
 
 @dataclass
