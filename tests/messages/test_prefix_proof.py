@@ -133,3 +133,10 @@ def test_the_opening_items_pickle_is_rebuilt_from_the_grown_list(sizes: list[int
     for k in range(2, len(history) + 1, 7):
         opening = pickle.dumps(history[:k], protocol=5)
         assert b"".join(_digest._opening(grown, len(opening))) == opening
+
+
+@given(grown=st.binary(max_size=64), length=st.integers(0, 80))
+def test_the_opening_of_any_bytes_is_some_bytes(grown: bytes, length: int) -> None:
+    """Whatever the bytes, rebuilding an opening gives bytes to compare, never an error."""
+    parts = _digest._opening(b"\x80\x05\x95" + grown, length)
+    assert isinstance(b"".join(parts), bytes)

@@ -209,8 +209,11 @@ def _opening(grown: bytes, length: int) -> list[bytes | memoryview]:
         if start + step >= end:
             break
         start += step
+    size = length - start - 9
+    if size < 0:  # no frame can end there: not a pickle of the first items
+        return []
     view = memoryview(grown)
-    header = bytes([_FRAME]) + (length - start - 9).to_bytes(8, "little")
+    header = bytes([_FRAME]) + size.to_bytes(8, "little")
     return [view[:start], header, view[start + 9 : end], b"e."]
 
 
