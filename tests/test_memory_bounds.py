@@ -110,6 +110,37 @@ def test_a_process_memo_holds_at_most_its_share() -> None:
     assert real <= 256 * 1024, real
 
 
+def test_the_process_memos_count_at_least_what_emptying_them_frees() -> None:
+    """Each production memo's own count of its entries (memory bodies, stated words, sentence
+    splits, ...) covers the memory its entries hold: emptying them frees no more."""
+    from membrane import MemoryItem
+
+    history = _chat(120, seed=5)
+    compiler = ContextCompiler(2_500, model_id="openai/gpt-4o")
+    count_tokens("The encoding is loaded before anything is traced.")
+    compiler.compile([], "Warm up.", conversation_messages=_chat(4, seed=99))
+    clear_memos()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for upto in range(2, len(history) + 1, 2):
+            memories = [
+                MemoryItem(f"m{upto}-{k}", f"Fact {upto}-{k} about {_WORDS[(upto + k) % len(_WORDS)]}.")
+                for k in range(5)
+            ]
+            compiler.compile(memories, "Where did the order go?", conversation_messages=history[:upto])
+        gc.collect()
+        held = memos_held_bytes()
+        before = tracemalloc.get_traced_memory()[0]
+        clear_memos()
+        gc.collect()
+        freed = before - tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held > 0
+    assert freed <= held, (freed, held)
+
+
 def test_a_compilers_caches_stay_within_cache_bytes() -> None:
     cache = 512 * 1024
     compiler = ContextCompiler(1_500, model_id="openai/gpt-4o", token_scale=1.0, cache_bytes=cache)
