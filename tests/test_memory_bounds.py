@@ -124,11 +124,12 @@ def test_the_process_memos_count_at_least_what_emptying_them_frees() -> None:
     tracemalloc.start()
     try:
         for upto in range(2, len(history) + 1, 2):
+            words = [_WORDS[(upto + k) % len(_WORDS)] for k in range(5)]
             memories = [
-                MemoryItem(f"m{upto}-{k}", f"Fact {upto}-{k} about {_WORDS[(upto + k) % len(_WORDS)]}.")
-                for k in range(5)
+                MemoryItem(f"m{upto}-{k}", f"Fact {upto} about {w}.") for k, w in enumerate(words)
             ]
-            compiler.compile(memories, "Where did the order go?", conversation_messages=history[:upto])
+            question = "Where did the order go?"
+            compiler.compile(memories, question, conversation_messages=history[:upto])
         gc.collect()
         held = memos_held_bytes()
         before = tracemalloc.get_traced_memory()[0]
