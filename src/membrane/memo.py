@@ -180,23 +180,16 @@ def cut_bytes(text: str, parts: Collection[str]) -> int:
     return strings_bytes(parts)
 
 
-# The functions below run on every memo miss: cut_bytes is written out in each.
-
-
 def pieces_bytes(text: str, parts: tuple[str, ...] | frozenset[str]) -> int:
     """A memo entry's bytes: ``text`` as its key, the collection of pieces cut from it as
     its value (:func:`cut_bytes`)."""
-    if text.isascii():
-        return _size(text) + _size(parts) + _ASCII_STR_BYTES * len(parts) + len(text)
-    return _size(text) + _size(parts) + strings_bytes(parts)
+    return _size(text) + _size(parts) + cut_bytes(text, parts)
 
 
 def words_map_bytes(text: str, mapping: Mapping[str, object]) -> int:
     """The bytes of a mapping of words cut from ``text`` to numbers (a read-only view counted
     with its dict: its slots, and the word strings)."""
-    if text.isascii():
-        return 2 * _size(mapping) + (32 + _ASCII_STR_BYTES) * len(mapping) + len(text)
-    return 2 * _size(mapping) + 32 * len(mapping) + strings_bytes(mapping)
+    return 2 * _size(mapping) + 32 * len(mapping) + cut_bytes(text, mapping)
 
 
 def text_map_bytes(text: str, mapping: Mapping[str, object]) -> int:
@@ -208,12 +201,7 @@ def text_map_bytes(text: str, mapping: Mapping[str, object]) -> int:
 def sentences_map_bytes(sentences: tuple[str, ...], mapping: Mapping[str, object]) -> int:
     """A memo entry's bytes: a tuple of sentences as its key (each counted), a mapping of
     words cut from them as its value (:func:`words_map_bytes`)."""
-    joined = "".join(sentences)
-    if joined.isascii():
-        strings = _ASCII_STR_BYTES * len(sentences) + len(joined)
-    else:
-        strings = sum(map(_size, sentences))
-    return _size(sentences) + strings + words_map_bytes(joined, mapping)
+    return key_bytes(sentences) + words_map_bytes("".join(sentences), mapping)
 
 
 class _Generations:

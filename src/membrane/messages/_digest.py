@@ -129,9 +129,11 @@ def _pickled(messages: Sequence[object], start: int, stop: int) -> bytes:
     return pickle.dumps(list(messages[start:stop]), protocol=5)
 
 
-def _update(hasher: Any, data: bytes) -> None:
-    hasher.update(len(data).to_bytes(8, "little"))
-    hasher.update(data)
+def _update(hasher: Any, *parts: bytes | memoryview) -> None:
+    """Hash the bytes of ``parts`` joined, after their length."""
+    hasher.update(sum(map(len, parts)).to_bytes(8, "little"))
+    for part in parts:
+        hasher.update(part)
 
 
 def _feed(
@@ -230,9 +232,7 @@ def _same_tail(proof: _Content, hasher: Any, parts: list[bytes | memoryview]) ->
             at += len(part)
         return True
     whole = hasher.copy()
-    whole.update(length.to_bytes(8, "little"))
-    for part in parts:
-        whole.update(part)
+    _update(whole, *parts)
     return bool(whole.digest() == proof.whole)
 
 

@@ -21,7 +21,6 @@ import threading
 import zlib
 from array import array
 from collections.abc import Iterable
-from functools import partial
 
 from membrane.memo import memo_bytes, register_memo
 from membrane.text.relevance import TermStats, content_words
@@ -83,11 +82,6 @@ def _hashed_buckets(word: str) -> tuple[int, int]:
     return (h & 0xFFFFFFFF) % SKETCH_WIDTH, SKETCH_WIDTH + (h >> 32) % SKETCH_WIDTH
 
 
-def _fill_buckets(buckets: dict[str, tuple[int, int]], word: str) -> tuple[int, int]:
-    pair = buckets[word] = _hashed_buckets(word)
-    return pair
-
-
 class TermSketch(TermStats):
     """:class:`TermStats` in a fixed-size count-min sketch (see the module)."""
 
@@ -132,14 +126,17 @@ class TermSketch(TermStats):
         raised: array[int] | None,
     ) -> None:
         counts = self._counts
-        if buckets is None:
-            known, find = _REMEMBERED.get, _buckets
-        else:
-            known, find = buckets.get, partial(_fill_buckets, buckets)
+        known = (_REMEMBERED if buckets is None else buckets).get
         # In sorted order: where two of a document's words share a counter, the conservative
         # update depends on their order, and a set's order differs between processes.
-        ordered = sorted(words if isinstance(words, (set, frozenset)) else set(words))
-        for a, b in [known(word) or find(word) for word in ordered]:
+        for word in sorted(words if isinstance(words, (set, frozenset)) else set(words)):
+            pair = known(word)
+            if pair is None:
+                if buckets is None:
+                    pair = _buckets(word)
+                else:
+                    pair = buckets[word] = _hashed_buckets(word)
+            a, b = pair
             x, y = counts[a], counts[b]
             low = x if x < y else y
             if low == _BYTE_MAX and counts.typecode == "B":
